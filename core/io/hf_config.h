@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,8 @@ struct ModelConfig {
   static ModelConfig load(const std::string& config_json_path);
   // config.json as save_pretrained writes it (with "architectures", "model_type", ...).
   nlohmann::json to_json() const;
+  // Writes to_json() (2-space indent, sorted keys, trailing newline) atomically.
+  void save(const std::string& config_json_path) const;
 
   int64_t q_dim() const { return num_attention_heads * head_dim; }
   int64_t kv_dim() const { return num_key_value_heads * head_dim; }
@@ -69,11 +72,14 @@ public:
   // The file holding `name` and its info; nullptr if absent.
   struct Entry { const SafetensorsFile* file; const TensorInfo* info; };
   std::optional<Entry> find(const std::string& name) const;
+  // Like find, but throws grpo::Error naming the checkpoint and the tensor (with a did-you-mean).
+  Entry at(const std::string& name) const;
 
 private:
   std::string dir_;
   ModelConfig config_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::map<std::string, Entry> index_;  // tensor name -> where it lives
 };
 
 }  // namespace grpo::io

@@ -16,6 +16,8 @@ size_t dtype_size(DType d);
 const char* dtype_name(DType d);
 // Parses "BF16" etc.; throws grpo::Error naming `context` and listing the known names.
 DType parse_dtype(const std::string& name, const std::string& context);
+// "[2,3]": shapes as error messages print them.
+std::string format_shape(const std::vector<int64_t>& shape);
 
 struct TensorInfo {
   std::string name;
@@ -40,14 +42,18 @@ public:
 
   const std::string& path() const { return path_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }  // sorted by offset
+  std::vector<std::string> names() const;                              // sorted by name
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const TensorInfo* find(const std::string& name) const;  // nullptr if absent
   const TensorInfo& at(const std::string& name) const;    // throws naming file and tensor
-  // Pointer to the tensor's bytes inside the mapping (valid while this object lives).
+  // Pointer to the tensor's bytes inside the mapping (valid while this object lives). Little-endian,
+  // row-major, contiguous; 8-byte aligned when the header length is a multiple of 8 (every
+  // reference writer pads it so), otherwise possibly unaligned: copy before reinterpreting.
   const uint8_t* data(const TensorInfo& t) const;
 
 private:
   SafetensorsFile() = default;
+  void parse();  // validates the image in map_ and fills the members below
   struct Mapping;
   std::string path_;
   std::unique_ptr<Mapping> map_;
