@@ -9,7 +9,7 @@
 
 class TestCommon : public QObject {
   Q_OBJECT
-private slots:
+private Q_SLOTS:
   void errorComposesContextAndHint() {
     grpo::Error e("model.safetensors", "tensor x: bad shape", "wrong base model?");
     QCOMPARE(QString(e.what()), QString("model.safetensors: tensor x: bad shape (hint: wrong base model?)"));

@@ -1,0 +1,45 @@
+// The GRPO policy loss: per-token clipped surrogate against the sampler's behaviour log-probs,
+// optional k3 KL to the reference (base) policy, and the loss_type aggregations of TRL
+// (reference/facts.md §1.3, §2.3). Pure function of tensors; metrics come back as doubles.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <torch/types.h>
+
+namespace grpo::grpo {
+
+enum class LossType { GRPO, BNPO, DrGRPO, DAPO };
+LossType parse_loss_type(const std::string& s, const std::string& context);
+const char* to_string(LossType t);
+
+struct LossConfig {
+  LossType type = LossType::DAPO;
+  double epsilon_low = 0.2;
+  double epsilon_high = 0.2;  // TRL: epsilon_high = None means epsilon
+  double beta = 0.0;          // > 0 adds beta * KL(pi_theta || pi_ref), k3 estimator
+  int64_t max_completion_length = 0;   // dr_grpo normaliser
+  int64_t gradient_accumulation_steps = 1;
+};
+
+struct LossInputs {
+  torch::Tensor logp;        // (B, T) log pi_theta(o_t) of the sampled completion tokens (with grad)
+  torch::Tensor old_logp;    // (B, T) behaviour log-probs from the sampler (no grad)
+  torch::Tensor ref_logp;    // (B, T) log pi_ref(o_t), only when beta > 0
+  torch::Tensor advantages;  // (B)
+  torch::Tensor mask;        // (B, T) 1 for completion tokens that are trained, else 0
+  // dapo: active tokens in the whole accumulated batch (all micro-batches of the step).
+  double num_items_in_batch = 0.0;
+};
+
+struct LossOutput {
+  torch::Tensor loss;  // scalar, differentiable w.r.t. logp
+  // Metric name -> value, TRL names: ratio, kl (behaviour vs current, k3), kl_ref (beta > 0),
+  // clip_ratio/{low_mean,high_mean,region_mean,low_min,high_max}, policy_loss.
+  std::map<std::string, double> metrics;
+};
+
+LossOutput grpo_loss(const LossInputs& in, const LossConfig& cfg);
+
+}  // namespace grpo::grpo
