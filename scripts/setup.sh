@@ -10,7 +10,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-qpa-plugins
-  libtorch-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
+  libtorch-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libyaml-cpp-dev
   libopenblas0-pthread python3-torch xvfb xauth
 )
 # Node.js (for the tokenizer benchmark's reference) may already come from elsewhere with npm.

@@ -1,0 +1,94 @@
+// The run configuration, with TRL's hyperparameter names (DESIGN.md, Config). Loaded from JSON or
+// YAML; an unknown key or a bad value is an error naming the file, the key, the value, what is
+// allowed, and the nearest known key. Every field is described once, in the table of config.cpp,
+// which also drives validation of live retunes and the resolved config.json of a run.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace grpo::grpo {
+
+struct TrainConfig {
+  // model and data
+  std::string model_name_or_path;   // a Hugging Face model directory
+  std::string train_file;           // JSONL or CSV; empty with task = "arith" (built-in generator)
+  std::string eval_file;
+  std::string task;                 // "" or "arith" (the demo's generated arithmetic)
+  double eval_fraction = 0.0;       // held-out split of train_file when eval_file is empty
+  int64_t eval_size = 0;            // or a fixed number of held-out examples
+  std::string output_dir;
+  int64_t seed = 42;
+  // generation
+  int64_t num_generations = 8;
+  int64_t max_prompt_length = 512;
+  int64_t max_completion_length = 256;
+  double temperature = 1.0;
+  double top_p = 1.0;
+  int64_t top_k = 0;
+  double min_p = 0.0;
+  std::vector<std::string> stop;    // stop strings
+  // optimisation
+  double learning_rate = 1e-5;
+  std::string lr_scheduler_type = "constant";
+  double warmup_ratio = 0.0;
+  int64_t max_steps = 100;
+  int64_t num_train_epochs = 1;
+  int64_t per_device_train_batch_size = 8;  // completions per micro-batch (token_budget <= 0)
+  int64_t gradient_accumulation_steps = 1;
+  int64_t prompts_per_step = 4;             // prompt groups per optimizer step
+  double max_grad_norm = 1.0;
+  double weight_decay = 0.0;
+  double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;
+  // GRPO loss
+  std::string loss_type = "dapo";
+  std::string scale_rewards = "group";
+  double epsilon = 0.2;
+  std::optional<double> epsilon_high;  // None = epsilon
+  double beta = 0.0;
+  bool mask_truncated_completions = false;
+  int64_t token_budget = 0;            // > 0: padding-free packed rows of this many tokens
+  bool gradient_checkpointing = false;
+  // LoRA
+  int64_t r = 8;
+  double lora_alpha = 16;
+  double lora_dropout = 0.0;
+  nlohmann::json target_modules = "all-linear";
+  bool use_rslora = false;
+  // async engine
+  int64_t max_staleness = 4;
+  int64_t weight_sync_steps = 1;
+  int64_t max_inflight_tasks = -1;     // -1: max(max_staleness,1) x batch x grad accumulation
+  int64_t queue_maxsize = 1024;
+  // rewards
+  nlohmann::json reward_funcs = nlohmann::json::array({{{"name", "accuracy"}}});
+  std::vector<double> reward_weights;  // empty = all 1
+  // logging and saving
+  int64_t logging_steps = 1;
+  int64_t save_steps = 50;
+  int64_t eval_steps = 25;
+
+  double epsilon_high_value() const { return epsilon_high.value_or(epsilon); }
+  int64_t resolved_max_inflight_tasks() const;
+
+  // Applies every key of `j` (an object) over the current values; `source` names the file.
+  // Throws grpo::Error naming the source, the key, the value, and what is allowed.
+  void apply(const nlohmann::json& j, const std::string& source);
+  // Cross-field checks (e.g. a data source is given); throws naming `source`.
+  void validate(const std::string& source) const;
+  nlohmann::json to_json() const;  // every key, resolved
+};
+
+// Loads a .json, .yaml or .yml file into a JSON object (YAML scalars typed as YAML 1.2 core).
+nlohmann::json load_config_file(const std::string& path);
+// load_config_file + TrainConfig::apply + validate.
+TrainConfig load_train_config(const std::string& path);
+
+// All known keys, and whether a key may be changed on a live run (DESIGN.md, retune).
+std::vector<std::string> config_keys();
+bool is_retunable(const std::string& key);
+
+}  // namespace grpo::grpo

@@ -1,0 +1,110 @@
+// The run config: TRL key names, JSON and YAML files, errors that name the file, key, value,
+// allowed range and nearest known key; a rejected change leaves the config untouched.
+#include <QtTest>
+
+#include "core/common/error.h"
+#include "core/common/files.h"
+#include "core/grpo/config.h"
+
+using grpo::grpo::TrainConfig;
+using json = nlohmann::json;
+
+namespace {
+// The message of the grpo::Error that f throws, or "" if it throws none.
+template <class F>
+QString error_of(F f) {
+  try {
+    f();
+  } catch (const grpo::Error& e) {
+    return QString::fromStdString(e.what());
+  }
+  return {};
+}
+}  // namespace
+
+class TestConfig : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  void unknownKeyNamesNearest() {
+    TrainConfig c;
+    QString msg = error_of([&] { c.apply(json{{"learnig_rate", 1e-5}}, "run.yaml"); });
+    QVERIFY2(msg.contains("run.yaml") && msg.contains("unknown key \"learnig_rate\"") &&
+                 msg.contains("did you mean \"learning_rate\"?"), qPrintable(msg));
+  }
+  void badValuesNameKeyValueAndRange() {
+    TrainConfig c;
+    QString msg = error_of([&] { c.apply(json{{"temperature", -1}}, "cfg.json"); });
+    QVERIFY2(msg.contains("cfg.json") && msg.contains("\"temperature\"") && msg.contains("-1") &&
+                 msg.contains("(0, 100]"), qPrintable(msg));
+    msg = error_of([&] { c.apply(json{{"num_generations", 2.5}}, "cfg.json"); });
+    QVERIFY2(msg.contains("an integer"), qPrintable(msg));
+    QVERIFY2(msg.contains("[2, 4096]"), qPrintable(msg));
+    msg = error_of([&] { c.apply(json{{"loss_type", "dapoo"}}, "cfg.json"); });
+    QVERIFY2(msg.contains("one of \"grpo\", \"bnpo\", \"dr_grpo\", \"dapo\"") && msg.contains("did you mean \"dapo\"?"),
+             qPrintable(msg));
+    msg = error_of([&] { c.apply(json{{"use_rslora", "yes"}}, "cfg.json"); });
+    QVERIFY2(msg.contains("true or false"), qPrintable(msg));
+  }
+  void rejectedChangeLeavesConfigUntouched() {
+    TrainConfig c;
+    const double lr = c.learning_rate;
+    QVERIFY(!error_of([&] { c.apply(json{{"learning_rate", 3e-4}, {"top_p", 2.0}}, "retune"); }).isEmpty());
+    QCOMPARE(c.learning_rate, lr);
+    c.apply(json{{"learning_rate", 3e-4}, {"epsilon_high", 0.28}}, "retune");
+    QCOMPARE(c.learning_rate, 3e-4);
+    QCOMPARE(c.epsilon_high_value(), 0.28);
+    c.apply(json{{"epsilon_high", nullptr}}, "retune");
+    QCOMPARE(c.epsilon_high_value(), c.epsilon);
+  }
+  void yamlFileLoadsWithTypes() {
+    QTemporaryDir dir;
+    std::string path = dir.path().toStdString() + "/run.yaml";
+    grpo::write_file_atomic(path,
+                            "model_name_or_path: /models/qwen\n"
+                            "task: arith\n"
+                            "learning_rate: 1e-5\n"
+                            "num_generations: 4\n"
+                            "use_rslora: true\n"
+                            "target_modules: [q_proj, v_proj]\n"
+                            "reward_funcs:\n  - name: accuracy\n  - {name: format, pattern: \"\\\\d+\"}\n"
+                            "reward_weights: [1.0, 0.5]\n");
+    auto c = grpo::grpo::load_train_config(path);
+    QCOMPARE(c.learning_rate, 1e-5);
+    QCOMPARE(c.num_generations, int64_t(4));
+    QVERIFY(c.use_rslora);
+    QCOMPARE(c.target_modules, json({"q_proj", "v_proj"}));
+    QCOMPARE(c.reward_funcs.size(), size_t(2));
+    QCOMPARE(c.reward_funcs[1]["pattern"].get<std::string>(), std::string("\\d+"));
+    // The resolved config round-trips through to_json.
+    TrainConfig d;
+    d.apply(c.to_json(), "resolved");
+    QCOMPARE(d.to_json(), c.to_json());
+  }
+  void crossFieldValidation() {
+    QTemporaryDir dir;
+    std::string path = dir.path().toStdString() + "/run.json";
+    grpo::write_file_atomic(path, R"({"model_name_or_path": "m", "task": "arith", "target_modules": ["q_proj", "qproj"]})");
+    QString msg = error_of([&] { grpo::grpo::load_train_config(path); });
+    QVERIFY2(msg.contains("run.json") && msg.contains("\"qproj\"") && msg.contains("did you mean \"q_proj\"?"), qPrintable(msg));
+    grpo::write_file_atomic(path, R"({"model_name_or_path": "m"})");
+    msg = error_of([&] { grpo::grpo::load_train_config(path); });
+    QVERIFY2(msg.contains("train_file"), qPrintable(msg));
+    grpo::write_file_atomic(path, "{\"model_name_or_path\": ");
+    msg = error_of([&] { grpo::grpo::load_train_config(path); });
+    QVERIFY2(msg.contains("run.json") && msg.contains("invalid JSON"), qPrintable(msg));
+  }
+  void retunableKeys() {
+    QVERIFY(grpo::grpo::is_retunable("learning_rate"));
+    QVERIFY(grpo::grpo::is_retunable("max_staleness"));
+    QVERIFY(!grpo::grpo::is_retunable("r"));
+    QVERIFY(!grpo::grpo::is_retunable("no_such_key"));
+    TrainConfig c;
+    c.max_staleness = 0;
+    c.prompts_per_step = 2;
+    c.num_generations = 8;
+    QCOMPARE(c.resolved_max_inflight_tasks(), int64_t(16));  // the floor of 1 keeps staleness 0 alive
+  }
+};
+
+QTEST_GUILESS_MAIN(TestConfig)
+#include "test_config.moc"
