@@ -160,10 +160,12 @@ std::vector<uint64_t> read_uints(const json& v, const std::string& ctx, const ch
   std::vector<uint64_t> out;
   for (size_t i = 0; i < v.size(); ++i) {
     const json& x = v[i];
-    if (!x.is_number_unsigned() ||
-        x.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    const bool too_big = x.is_number_unsigned() &&
+                         x.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+    if (!x.is_number_unsigned() || too_big)
       throw Error(ctx, std::string("\"") + what + "\" " + v.dump() + ": element " + std::to_string(i) +
-                           " is " + describe(x) + ", expected a non-negative integer");
+                           " is " + describe(x) + ", expected a non-negative integer" +
+                           (too_big ? " below 2^63" : ""));
     out.push_back(x.get<uint64_t>());
   }
   return out;
@@ -387,12 +389,13 @@ std::string serialize_safetensors(const std::vector<TensorView>& tensors,
   std::string header = "{";
   if (!metadata.empty()) {
     header += "\"__metadata__\":{";
-    bool first = true;
     for (const auto& [k, v] : metadata) {
-      header += (first ? "" : ",") + quote(k) + ":" + quote(v);
-      first = false;
+      if (header.back() != '{') header += ',';
+      header += quote(k);
+      header += ':';
+      header += quote(v);
     }
-    header += "}";
+    header += '}';
   }
   uint64_t offset = 0;
   for (const TensorView* t : order) {
