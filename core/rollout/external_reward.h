@@ -1,0 +1,82 @@
+// The `external` reward: a program the user names, run once and spoken to in JSON lines.
+//
+// Protocol (one line each way per sample, UTF-8, '\n'-terminated):
+//   in  (our write to its stdin):  {"prompt": ..., "completion": ..., "answer": ... | null, <metadata>...}
+//   out (its stdout):              {"reward": <number>}  or  {"reward": null}
+// The program is started with `/bin/sh -c <command>` in its own process group, on the first
+// batch. Its stderr is drained continuously and the last few KiB are kept for error messages.
+//
+// A sample whose exchange fails is scored None (unscorable) and the cause is logged with the
+// stderr tail; the program is then killed and restarted for the next sample. Failures:
+//   timeout  no full reply line within timeout_s of sending the sample (first sample after a
+//            start also gets startup_timeout_s, for slow imports)
+//   crash    EOF on stdout, or a write to a dead program (EPIPE; SIGPIPE is blocked and consumed
+//            on the writing thread, so it never kills our process)
+//   garbage  a reply that is not a JSON object with a numeric or null "reward"
+// After max_consecutive_failures failures in a row the rest of the batch is None without
+// another start (a broken command cannot stall a batch for batch * timeout); the next batch
+// tries again. Nothing blocks forever: every wait is a poll() with a deadline.
+// Destruction closes its stdin, waits up to shutdown_grace_s for it to exit, then SIGKILLs the
+// process group and reaps the child (no zombies). score() is serialized by a mutex.
+#pragma once
+
+#include <sys/types.h>
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/rollout/reward.h"
+
+namespace grpo::rollout {
+
+struct ExternalRewardOptions {
+  std::string command;              // shell command line, e.g. "python3 my_reward.py"
+  double timeout_s = 10.0;          // per sample
+  double startup_timeout_s = 30.0;  // extra allowance for the first sample after a (re)start
+  double shutdown_grace_s = 1.0;    // wait for a clean exit before SIGKILL
+  int max_consecutive_failures = 3;
+  std::string name = "external";
+};
+
+class ExternalReward : public RewardFunction {
+public:
+  explicit ExternalReward(ExternalRewardOptions options);
+  ~ExternalReward() override;
+  ExternalReward(const ExternalReward&) = delete;
+  ExternalReward& operator=(const ExternalReward&) = delete;
+
+  std::string name() const override { return options_.name; }
+  std::vector<std::optional<double>> score(const std::vector<RewardInput>& batch) override;
+
+  // Counters for tests and metrics.
+  int starts() const { return starts_; }      // programs started so far
+  int failures() const { return failures_; }  // samples that failed (not counting {"reward": null})
+  pid_t pid() const { return pid_; }          // the running program, or -1
+  // The line sent for one sample (metadata keys first, then prompt/completion/answer).
+  static std::string request_line(const RewardInput& in);
+
+private:
+  struct Failure {
+    std::string cause;
+  };
+  void start();
+  void stop(double grace_s);
+  // One sample's exchange: the reward (or None for {"reward": null}), or a Failure.
+  std::optional<double> exchange(const RewardInput& in, double timeout_s, std::optional<Failure>& failure);
+  bool write_all(const std::string& data, double deadline, std::string& cause);
+  std::optional<std::string> read_line(double deadline, std::string& cause);
+  void drain_stderr();
+  std::string stderr_tail() const;
+
+  ExternalRewardOptions options_;
+  std::mutex mutex_;
+  pid_t pid_ = -1;
+  int in_fd_ = -1, out_fd_ = -1, err_fd_ = -1;
+  std::string out_buffer_, err_tail_;
+  bool fresh_ = false;  // no sample sent since the last start
+  int starts_ = 0, failures_ = 0;
+};
+
+}  // namespace grpo::rollout

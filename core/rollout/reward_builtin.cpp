@@ -1,0 +1,82 @@
+// The built-in reward functions (see reward_builtin.h).
+#include "core/rollout/reward_builtin.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/common/error.h"
+#include "core/common/strings.h"
+#include "core/rollout/reward_math.h"
+
+namespace grpo::rollout {
+
+namespace {
+bool has_answer(const RewardInput& in) { return in.answer && !trim(*in.answer).empty(); }
+
+template <typename F>
+std::vector<std::optional<double>> map_batch(const std::vector<RewardInput>& batch, F&& f) {
+  std::vector<std::optional<double>> out;
+  out.reserve(batch.size());
+  for (const auto& in : batch) out.push_back(f(in));
+  return out;
+}
+}  // namespace
+
+// ---- accuracy ----
+std::optional<double> AccuracyReward::score_one(const RewardInput& in) {
+  if (!has_answer(in)) return std::nullopt;
+  auto predicted = extract_completion_answer(in.completion);
+  if (!predicted) return 0.0;
+  return math_answers_equal(*predicted, reference_answer(*in.answer)) ? 1.0 : 0.0;
+}
+
+std::vector<std::optional<double>> AccuracyReward::score(const std::vector<RewardInput>& batch) {
+  return map_batch(batch, &AccuracyReward::score_one);
+}
+
+// ---- exact_match ----
+std::vector<std::optional<double>> ExactMatchReward::score(const std::vector<RewardInput>& batch) {
+  return map_batch(batch, [](const RewardInput& in) -> std::optional<double> {
+    if (!in.answer) return std::nullopt;
+    return trim(in.completion) == trim(*in.answer) ? 1.0 : 0.0;
+  });
+}
+
+// ---- format ----
+FormatReward::FormatReward(const std::string& pattern, Mode mode, bool dotall, std::string name)
+    : regex_(pattern, "reward \"" + name + "\": field \"pattern\"", dotall), mode_(mode), name_(std::move(name)) {}
+
+std::vector<std::optional<double>> FormatReward::score(const std::vector<RewardInput>& batch) {
+  return map_batch(batch, [this](const RewardInput& in) -> std::optional<double> {
+    bool ok = mode_ == Mode::Full ? regex_.full_match(in.completion) : regex_.search(in.completion).has_value();
+    return ok ? 1.0 : 0.0;
+  });
+}
+
+// ---- length ----
+size_t count_code_points(const std::string& s) {
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+LengthReward::LengthReward(double target, double penalty, Unit unit, std::string name)
+    : target_(target), penalty_(penalty), unit_(unit), name_(std::move(name)) {
+  check(std::isfinite(target) && target >= 0, "reward \"" + name_ + "\": field \"target\"",
+        "must be a number >= 0, got " + std::to_string(target));
+  check(std::isfinite(penalty) && penalty >= 0, "reward \"" + name_ + "\": field \"penalty\"",
+        "must be a number >= 0, got " + std::to_string(penalty));
+}
+
+double LengthReward::length_of(const std::string& completion) const {
+  double chars = static_cast<double>(count_code_points(completion));
+  return unit_ == Unit::Chars ? chars : std::ceil(chars / 4.0);
+}
+
+std::vector<std::optional<double>> LengthReward::score(const std::vector<RewardInput>& batch) {
+  return map_batch(batch, [this](const RewardInput& in) -> std::optional<double> {
+    double over = std::max(0.0, length_of(in.completion) - target_);
+    return over > 0 ? -penalty_ * over : 0.0;
+  });
+}
+
+}  // namespace grpo::rollout
