@@ -93,12 +93,13 @@ TypeDefaults defaults_for(const std::string& type) {
   return {"Qwen3ForCausalLM", 32768, std::nullopt, std::nullopt, 128};
 }
 
-// rope_scaling: null, {"rope_type"|"type": "default"} or the llama3 scheme.
-std::optional<RopeScaling> parse_rope_scaling(const json& r, const std::string& ctx) {
+// rope_scaling (or v5's rope_parameters, named by `key`): null, {"rope_type"|"type": "default"} or
+// the llama3 scheme.
+std::optional<RopeScaling> parse_rope_scaling(const json& r, const std::string& ctx, const char* key) {
   if (r.is_null()) return std::nullopt;
-  const std::string rctx = ctx + ": rope_scaling";
+  const std::string rctx = ctx + ": " + key;
   if (!r.is_object())
-    throw Error(ctx, std::string("field \"rope_scaling\": expected null or an object, got ") + r.type_name());
+    throw Error(ctx, std::string("field \"") + key + "\": expected null or an object, got " + r.type_name());
   Fields f(r, rctx);
   std::string type = f.has("rope_type") ? f.string("rope_type", "") : f.string("type", "");
   if (type.empty())
@@ -179,10 +180,10 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& context) {
     const json& rp = f.raw("rope_parameters");
     if (!rp.is_object()) f.type_error("rope_parameters", "an object", rp);
     c.rope_theta = Fields(rp, context + ": rope_parameters").number("rope_theta", 10000.0);
-    c.rope_scaling = parse_rope_scaling(rp, context);
+    c.rope_scaling = parse_rope_scaling(rp, context, "rope_parameters");
   } else {
     c.rope_theta = f.number("rope_theta", 10000.0);
-    c.rope_scaling = f.has("rope_scaling") ? parse_rope_scaling(f.raw("rope_scaling"), context) : std::nullopt;
+    c.rope_scaling = f.has("rope_scaling") ? parse_rope_scaling(f.raw("rope_scaling"), context, "rope_scaling") : std::nullopt;
   }
 
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);

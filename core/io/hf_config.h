@@ -69,7 +69,8 @@ public:
   const ModelConfig& config() const { return config_; }
   // Every tensor name across all shards.
   std::vector<std::string> tensor_names() const;
-  // The file holding `name` and its info; nullptr if absent.
+  // The file holding `name` and its info; nullopt if absent. With an index, the index decides which
+  // tensors the checkpoint holds. The pointers live as long as this Checkpoint (moves keep them).
   struct Entry { const SafetensorsFile* file; const TensorInfo* info; };
   std::optional<Entry> find(const std::string& name) const;
   // Like find, but throws grpo::Error naming the checkpoint and the tensor (with a did-you-mean).

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <functional>
+#include <random>
 
 #include "core/common/error.h"
 #include "core/common/files.h"
@@ -184,6 +185,31 @@ private Q_SLOTS:
     auto err = error_of([&] { f.at("model.norm.weigth"); });
     QVERIFY2(contains(err, "model.safetensors: tensor \"model.norm.weigth\": not in this file"), err.c_str());
     QVERIFY2(contains(err, "did you mean \"model.norm.weight\""), err.c_str());
+  }
+
+  // Random byte edits and truncations of a real file: each is either valid or a grpo::Error.
+  void corruptionsThrowOnlyGrpoErrors() {
+    const std::string good = grpo::read_file(kModels + "qwen2-tied-bf16-lora-r4/adapter_model.safetensors");
+    uint64_t n = 0;
+    std::memcpy(&n, good.data(), 8);
+    std::mt19937_64 rng(42);
+    int rejected = 0;
+    for (int i = 0; i < 3000; ++i) {
+      std::string b = good.substr(0, i % 10 == 0 ? rng() % good.size() : good.size());
+      for (int k = 0, edits = 1 + rng() % 3; k < edits && !b.empty(); ++k)
+        b[rng() % std::min<uint64_t>(b.size(), 8 + n)] = static_cast<char>(rng());
+      try {
+        auto f = SafetensorsFile::from_bytes(b, "fuzz.safetensors");
+        uint64_t total = 0;  // touch every byte (AddressSanitizer would flag a read out of bounds)
+        for (const TensorInfo& t : f.tensors())
+          for (uint64_t j = 0; j < t.nbytes(); ++j) total += f.data(t)[j];
+        QVERIFY(total < (uint64_t(1) << 40));
+      } catch (const grpo::Error& e) {
+        QVERIFY2(contains(e.what(), "fuzz.safetensors"), e.what());
+        ++rejected;
+      }
+    }
+    QVERIFY(rejected > 1000);
   }
 
   // ---- one test per malformed-file rule ----
