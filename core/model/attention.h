@@ -1,0 +1,65 @@
+// Grouped-query self-attention of a Llama/Qwen decoder layer: q/k/v/o LoraLinear projections
+// (q/k/v bias for qwen2 or attention_bias), per-head q_norm/k_norm RMSNorm for qwen3, RoPE, an
+// optional KV cache, and masked softmax attention computed without repeating k/v per head.
+#pragma once
+
+#include <cstdint>
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include "core/io/hf_config.h"
+#include "core/model/lora_linear.h"
+#include "core/model/norm.h"
+#include "core/model/rope.h"
+
+namespace grpo::model {
+
+class KVCache;
+
+// Which keys each query may see, shared by every layer of one forward call.
+struct AttentionMask {
+  // Pure causal attention over the call's own tokens (no padding, packing or cache); lets the
+  // fused kernel use its built-in causal mask.
+  bool causal_only = true;
+  // (B or 1, 1, Tq, Tk) bool, true where the key is hidden from the query. Always set.
+  torch::Tensor blocked;
+  // (B or 1, 1, Tq, Tk) additive mask in the compute dtype (0 or lowest); set for the fused
+  // kernel (LibTorch 2.x) when !causal_only.
+  torch::Tensor additive;
+};
+
+struct AttentionOptions {
+  AttentionOptions(io::ModelConfig config, int64_t layer_index)
+      : config_(std::move(config)), layer_index_(layer_index) {}
+  TORCH_ARG(io::ModelConfig, config);
+  TORCH_ARG(int64_t, layer_index);
+  TORCH_ARG(torch::Dtype, dtype) = torch::kFloat32;
+  TORCH_ARG(torch::Device, device) = torch::Device(torch::kCPU);
+};
+
+class AttentionImpl : public torch::nn::Module {
+public:
+  explicit AttentionImpl(const AttentionOptions& options);
+
+  // x (B, T, C) -> (B, T, C). With a cache, k/v of these T tokens are appended to it and the
+  // queries attend to everything cached so far (as allowed by `mask`).
+  torch::Tensor forward(const torch::Tensor& x, const RopeTables& rope, const AttentionMask& mask,
+                        KVCache* cache = nullptr);
+
+  LoraLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // qwen3 only
+
+private:
+  int64_t layer_index_, num_heads_, num_kv_heads_, head_dim_;
+};
+TORCH_MODULE(Attention);
+
+// softmax(q k^T / sqrt(D) + mask) v for q (B, H, Tq, D), k/v (B, KVH, Tk, D) -> (B, H, Tq, D).
+// Softmax runs in fp32 for half dtypes. Uses LibTorch 2.x's fused scaled_dot_product_attention
+// where available.
+torch::Tensor scaled_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, const AttentionMask& mask);
+
+}  // namespace grpo::model

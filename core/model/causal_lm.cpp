@@ -1,0 +1,280 @@
+// CausalLM: module wiring, per-call mask/position preparation, LoRA management.
+#include "core/model/causal_lm.h"
+
+#include <limits>
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include "core/common/error.h"
+#include "core/model/rope.h"
+
+namespace grpo::model {
+
+torch::Dtype default_compute_dtype(const torch::Device& device) {
+  return device.is_cuda() ? torch::kBFloat16 : torch::kFloat32;
+}
+
+// ---------------------------------------------------------------- modules
+
+EmbeddingImpl::EmbeddingImpl(int64_t vocab, int64_t dim, torch::TensorOptions options) {
+  weight = register_parameter("weight", torch::empty({vocab, dim}, options));
+}
+
+torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) {
+  return torch::embedding(weight, ids);  // (B, T, C)
+}
+
+TransformerImpl::TransformerImpl(const io::ModelConfig& c, torch::Dtype dtype, torch::Device device) {
+  auto to = torch::TensorOptions().dtype(dtype).device(device);
+  embed_tokens = register_module("embed_tokens", Embedding(c.vocab_size, c.hidden_size, to));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    decoder_layers.push_back(DecoderLayer(c, i, dtype, device));
+    layers->push_back(decoder_layers.back());
+  }
+  norm = register_module("norm",
+                         RMSNorm(RMSNormOptions(c.hidden_size).eps(c.rms_norm_eps).dtype(dtype).device(device)));
+}
+
+static void validate_config(const io::ModelConfig& c) {
+  const std::string ctx = c.name_or_path.empty() ? "model config" : c.name_or_path;
+  check(c.model_type == "llama" || c.model_type == "qwen2" || c.model_type == "qwen3", ctx,
+        "model_type '" + c.model_type + "' is not supported", "supported: llama, qwen2, qwen3");
+  check(c.vocab_size > 0 && c.hidden_size > 0 && c.intermediate_size > 0 && c.num_hidden_layers > 0,
+        ctx, "vocab_size, hidden_size, intermediate_size and num_hidden_layers must be positive");
+  check(c.num_attention_heads > 0 && c.num_key_value_heads > 0 &&
+            c.num_attention_heads % c.num_key_value_heads == 0,
+        ctx, "num_attention_heads (" + std::to_string(c.num_attention_heads) +
+                 ") must be a positive multiple of num_key_value_heads (" +
+                 std::to_string(c.num_key_value_heads) + ")");
+  check(c.head_dim > 0 && c.head_dim % 2 == 0, ctx,
+        "head_dim " + std::to_string(c.head_dim) + " must be positive and even");
+}
+
+static io::ModelConfig with_defaults(io::ModelConfig c) {
+  if (c.head_dim == 0 && c.num_attention_heads > 0) c.head_dim = c.hidden_size / c.num_attention_heads;
+  if (c.num_key_value_heads == 0) c.num_key_value_heads = c.num_attention_heads;
+  if (c.model_type == "qwen3") c.qk_norm = true;
+  return c;
+}
+
+CausalLMImpl::CausalLMImpl(const CausalLMOptions& options) : options_(options) {
+  options_.config(with_defaults(options.config()));
+  const auto& c = config();
+  validate_config(c);
+  model = register_module("model", Transformer(c, dtype(), device()));
+  if (!c.tie_word_embeddings)
+    lm_head = register_module("lm_head", LoraLinear(LoraLinearOptions(c.hidden_size, c.vocab_size)
+                                                        .dtype(dtype())
+                                                        .device(device())));
+  inv_freq_ = rope_inv_freq(c).to(device());
+  if (options.init_weights()) init_weights();
+}
+
+void CausalLMImpl::init_weights(double std) {
+  torch::NoGradGuard no_grad;
+  model->embed_tokens->weight.normal_(0.0, std);
+  for (auto& [name, lin] : linear_layers()) lin->reset_parameters(std);
+  for (auto& m : modules(/*include_self=*/false))
+    if (auto n = std::dynamic_pointer_cast<RMSNormImpl>(m)) n->weight.fill_(1.0);
+}
+
+// ---------------------------------------------------------------- forward
+
+torch::Tensor seq_ids_from_cu_seqlens(const std::vector<int64_t>& cu, int64_t total) {
+  auto ids = torch::full({1, total}, -1, torch::kInt64);
+  for (size_t i = 0; i + 1 < cu.size(); ++i) {
+    check(cu[i] <= cu[i + 1] && cu[i + 1] <= total, "cu_seqlens",
+          "must be non-decreasing and within the row length " + std::to_string(total));
+    ids.narrow(1, cu[i], cu[i + 1] - cu[i]).fill_(int64_t(i));
+  }
+  return ids;  // (1, total)
+}
+
+torch::Tensor packed_position_ids(const torch::Tensor& seq_ids) {
+  const int64_t B = seq_ids.size(0), T = seq_ids.size(1);
+  auto idx = torch::arange(T, seq_ids.options().dtype(torch::kInt64)).expand({B, T});  // (B, T)
+  auto boundary = torch::ones({B, T}, seq_ids.options().dtype(torch::kBool));
+  if (T > 1) boundary.narrow(1, 1, T - 1).copy_(seq_ids.narrow(1, 1, T - 1) != seq_ids.narrow(1, 0, T - 1));
+  auto starts = torch::where(boundary, idx, torch::zeros_like(idx));
+  auto run_start = std::get<0>(torch::cummax(starts, 1));  // (B, T)
+  return idx - run_start;
+}
+
+namespace {
+
+struct Prepared {
+  RopeTables rope;
+  AttentionMask mask;
+  torch::Tensor new_valid;  // (B, T) bool, for the cache
+};
+
+Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const torch::Tensor& inv_freq,
+                 torch::Dtype dtype) {
+  const int64_t B = ids.size(0), T = ids.size(1);
+  auto dev = ids.device();
+  auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(dev);
+  KVCache* cache = a.cache;
+  const int64_t L = cache ? cache->length() : 0;
+  check(!(cache && a.seq_ids.defined()), "forward", "packed rows (seq_ids) cannot use a KV cache");
+  if (cache && L > 0)
+    check(cache->batch_size() == B, "forward",
+          "batch has " + std::to_string(B) + " rows, KV cache has " + std::to_string(cache->batch_size()),
+          "expand_rows/select_rows the cache first");
+
+  Prepared p;
+  if (a.attention_mask.defined()) p.new_valid = a.attention_mask.to(dev).to(torch::kBool);
+  else if (a.seq_ids.defined()) p.new_valid = a.seq_ids.to(dev) >= 0;
+  else p.new_valid = torch::ones({B, T}, i64.dtype(torch::kBool));  // (B, T)
+
+  torch::Tensor pos;  // (B, T)
+  if (a.position_ids.defined()) {
+    pos = a.position_ids.to(dev).to(torch::kInt64).expand({B, T});
+  } else if (a.seq_ids.defined()) {
+    pos = packed_position_ids(a.seq_ids.to(dev));
+  } else if (a.attention_mask.defined() || L > 0) {
+    auto past = L > 0 ? cache->token_counts().to(dev) : torch::zeros({B}, i64);  // (B)
+    pos = (past.unsqueeze(1) + p.new_valid.to(torch::kInt64).cumsum(1) - 1).clamp_min(0);
+  } else {
+    pos = torch::arange(T, i64).unsqueeze(0).expand({B, T});
+  }
+  p.rope = rope_tables(inv_freq, pos, dtype);
+
+  // Mask over keys [0, L+T): causal, key padding (cache + attention_mask), packed sequences.
+  auto& m = p.mask;
+  m.causal_only = L == 0 && !a.attention_mask.defined() && !a.seq_ids.defined();
+  auto q_idx = torch::arange(L, L + T, i64);                             // (T)
+  auto k_idx = torch::arange(L + T, i64);                                // (S)
+  auto blocked = (k_idx.unsqueeze(0) > q_idx.unsqueeze(1)).unsqueeze(0);  // (1, T, S)
+  if (!m.causal_only) {
+    auto key_valid = L > 0 ? torch::cat({cache->valid().to(dev), p.new_valid}, 1) : p.new_valid;  // (B, S)
+    blocked = blocked | key_valid.logical_not().unsqueeze(1);  // (B, T, S)
+    if (a.seq_ids.defined()) {
+      auto s = a.seq_ids.to(dev);                                      // (B, T)
+      blocked = blocked | (s.unsqueeze(2) != s.unsqueeze(1));          // (B, T, T)
+    }
+  }
+  m.blocked = blocked.unsqueeze(1);  // (B or 1, 1, T, S)
+#if TORCH_VERSION_MAJOR >= 2
+  if (!m.causal_only)
+    m.additive = torch::zeros(m.blocked.sizes(), torch::TensorOptions().dtype(dtype).device(dev))
+                     .masked_fill_(m.blocked, std::numeric_limits<float>::lowest());
+#endif
+  return p;
+}
+
+}  // namespace
+
+torch::Tensor CausalLMImpl::hidden_states(const torch::Tensor& input_ids, const ForwardArgs& args) {
+  check(input_ids.dim() == 2, "forward", "input_ids must be (B, T), got " + std::to_string(input_ids.dim()) + " dims");
+  auto ids = input_ids.to(device(), torch::kInt64);
+  auto p = prepare(ids, args, inv_freq_, dtype());
+  auto h = model->embed_tokens(ids);  // (B, T, C)
+  for (auto& layer : model->decoder_layers) h = layer(h, p.rope, p.mask, args.cache);
+  if (args.cache) args.cache->advance(p.new_valid);
+  if (args.last_only) h = h.narrow(1, h.size(1) - 1, 1);  // (B, 1, C)
+  return model->norm(h);
+}
+
+torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
+  if (lm_head) return lm_head(hidden).to(torch::kFloat32);  // (..., V)
+  auto sizes = hidden.sizes().vec();
+  const auto& W = model->embed_tokens->weight;  // (V, C)
+  auto out = torch::mm(hidden.reshape({-1, sizes.back()}), W.t());
+  sizes.back() = W.size(0);
+  return out.view(sizes).to(torch::kFloat32);
+}
+
+torch::Tensor CausalLMImpl::forward(const torch::Tensor& input_ids, const ForwardArgs& args) {
+  return logits(hidden_states(input_ids, args));
+}
+
+// ---------------------------------------------------------------- LoRA
+
+std::vector<std::pair<std::string, LoraLinear>> CausalLMImpl::linear_layers() const {
+  std::vector<std::pair<std::string, LoraLinear>> out;
+  for (const auto& item : named_modules("", /*include_self=*/false))
+    if (auto lin = std::dynamic_pointer_cast<LoraLinearImpl>(item.value()))
+      out.emplace_back(item.key(), LoraLinear(lin));
+  return out;
+}
+
+static std::string last_component(const std::string& path) {
+  auto dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+void CausalLMImpl::add_lora(const LoraConfig& cfg) {
+  cfg.validate("LoRA config");
+  remove_lora();
+  for (auto& [name, lin] : linear_layers())
+    if (cfg.targets(last_component(name))) lin->add_lora(cfg.r, cfg.scaling(), cfg.lora_dropout);
+  lora_ = cfg;
+  adapter_enabled_ = true;
+  set_base_trainable(false);
+}
+
+void CausalLMImpl::remove_lora() {
+  if (!lora_) return;
+  for (auto& [name, lin] : linear_layers()) lin->remove_lora();
+  lora_.reset();
+  set_base_trainable(true);
+}
+
+const LoraConfig& CausalLMImpl::lora_config() const {
+  check(lora_.has_value(), "model", "no LoRA adapter attached");
+  return *lora_;
+}
+
+void CausalLMImpl::set_adapter_enabled(bool enabled) {
+  for (auto& [name, lin] : linear_layers()) lin->set_lora_enabled(enabled);
+  adapter_enabled_ = enabled;
+}
+
+void CausalLMImpl::merge_adapter() {
+  for (auto& [name, lin] : linear_layers())
+    if (lin->lora_enabled()) lin->merge();
+}
+
+void CausalLMImpl::unmerge_adapter() {
+  for (auto& [name, lin] : linear_layers()) lin->unmerge();
+}
+
+bool CausalLMImpl::adapter_merged() const {
+  for (const auto& [name, lin] : linear_layers())
+    if (lin->merged()) return true;
+  return false;
+}
+
+torch::OrderedDict<std::string, torch::Tensor> CausalLMImpl::named_lora_parameters() const {
+  torch::OrderedDict<std::string, torch::Tensor> out;
+  for (const auto& item : named_parameters())
+    if (item.key().find(".lora_") != std::string::npos) out.insert(item.key(), item.value());
+  return out;
+}
+
+std::vector<torch::Tensor> CausalLMImpl::lora_parameters() const {
+  return named_lora_parameters().values();
+}
+
+// ---------------------------------------------------------------- base weights
+
+torch::OrderedDict<std::string, torch::Tensor> CausalLMImpl::named_base_parameters() const {
+  torch::OrderedDict<std::string, torch::Tensor> out;
+  for (const auto& item : named_parameters())
+    if (item.key().find(".lora_") == std::string::npos) out.insert(item.key(), item.value());
+  return out;
+}
+
+int64_t CausalLMImpl::num_base_parameters() const {
+  int64_t n = 0;
+  for (const auto& item : named_base_parameters()) n += item.value().numel();
+  return n;
+}
+
+void CausalLMImpl::set_base_trainable(bool trainable) {
+  for (auto& item : named_base_parameters()) item.value().requires_grad_(trainable);
+}
+
+}  // namespace grpo::model

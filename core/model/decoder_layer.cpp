@@ -1,0 +1,24 @@
+// Decoder layer wiring with Hugging Face submodule names.
+#include "core/model/decoder_layer.h"
+
+#include <torch/torch.h>
+
+namespace grpo::model {
+
+DecoderLayerImpl::DecoderLayerImpl(const io::ModelConfig& c, int64_t layer_index, torch::Dtype dtype,
+                                   torch::Device device) {
+  auto norm = RMSNormOptions(c.hidden_size).eps(c.rms_norm_eps).dtype(dtype).device(device);
+  input_layernorm = register_module("input_layernorm", RMSNorm(norm));
+  self_attn = register_module(
+      "self_attn", Attention(AttentionOptions(c, layer_index).dtype(dtype).device(device)));
+  post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(norm));
+  mlp = register_module("mlp", MLP(c, dtype, device));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const RopeTables& rope,
+                                        const AttentionMask& mask, KVCache* cache) {
+  auto h = x + self_attn(input_layernorm(x), rope, mask, cache);  // (B, T, C)
+  return h + mlp(post_attention_layernorm(h));                    // (B, T, C)
+}
+
+}  // namespace grpo::model

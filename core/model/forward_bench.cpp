@@ -1,0 +1,162 @@
+// bench_forward: GEMM peak, prefill and LoRA fwd+bwd timing, FLOP accounting, MFU.
+#include "core/model/forward_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/common/error.h"
+#include "core/model/causal_lm.h"
+#include "core/model/weights.h"
+
+namespace grpo::model {
+
+io::ModelConfig bench_model_config(const std::string& size) {
+  io::ModelConfig c;
+  c.model_type = "qwen2";
+  c.name_or_path = "generated-" + size;
+  c.rope_theta = 1e6;
+  c.rms_norm_eps = 1e-6;
+  c.tie_word_embeddings = true;
+  c.torch_dtype = "float32";
+  auto set = [&](int64_t hidden, int64_t layers, int64_t heads, int64_t kv, int64_t inter, int64_t vocab) {
+    c.hidden_size = hidden;
+    c.num_hidden_layers = layers;
+    c.num_attention_heads = heads;
+    c.num_key_value_heads = kv;
+    c.head_dim = hidden / heads;
+    c.intermediate_size = inter;
+    c.vocab_size = vocab;
+    c.max_position_embeddings = 4096;
+  };
+  if (size == "tiny") set(64, 2, 4, 2, 128, 300);
+  else if (size == "25m") set(512, 8, 8, 4, 1408, 8192);      // 27.8M params (tied)
+  else if (size == "100m") set(768, 12, 12, 4, 2048, 32000);  // 108M params (tied)
+  else throw Error("bench", "unknown model size '" + size + "'", "known sizes: tiny, 25m, 100m");
+  return c;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void sync(const torch::Tensor& t) { (void)t.sum().item<double>(); }
+
+// Median seconds of fn() over `iters` runs after one warm-up.
+template <class F>
+double time_median(int iters, F&& fn) {
+  fn();
+  std::vector<double> times;
+  for (int i = 0; i < std::max(1, iters); ++i) {
+    auto t0 = Clock::now();
+    fn();
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return median(times);
+}
+
+double gemm_gflops(torch::Device device, torch::Dtype dtype) {
+  const int64_t n = device.is_cuda() ? 8192 : 1536;
+  auto opts = torch::TensorOptions().dtype(dtype).device(device);
+  auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
+  torch::NoGradGuard no_grad;
+  auto c = torch::empty({n, n}, opts);
+  double s = time_median(7, [&] {
+    torch::mm_out(c, a, b);
+    sync(c.narrow(0, 0, 1));
+  });
+  return 2.0 * double(n) * double(n) * double(n) / s / 1e9;
+}
+
+}  // namespace
+
+nlohmann::json bench_forward(const ForwardBenchOptions& o) {
+  if (o.threads > 0) torch::set_num_threads(o.threads);
+  torch::Device device(o.device == "cuda" ? torch::kCUDA : torch::kCPU);
+  torch::Dtype dtype = o.dtype.empty() ? default_compute_dtype(device)
+                       : o.dtype == "bfloat16"  ? torch::kBFloat16
+                       : o.dtype == "float16"   ? torch::kFloat16
+                                                : torch::kFloat32;
+  torch::manual_seed(0);
+
+  CausalLM model{nullptr};
+  if (!o.model_dir.empty()) model = from_pretrained(o.model_dir, dtype, device);
+  else model = CausalLM(CausalLMOptions(bench_model_config(o.size)).dtype(dtype).device(device));
+  const auto& c = model->config();
+  LoraConfig lora;
+  lora.r = o.lora_r;
+  lora.lora_alpha = double(2 * o.lora_r);
+  model->add_lora(lora);
+
+  // FLOP accounting (see the header).
+  double n_mm = 0, n_lora = 0;
+  for (const auto& [name, lin] : model->linear_layers()) {
+    const double in = double(lin->options().in_features()), out = double(lin->options().out_features());
+    n_mm += in * out;
+    if (lin->has_lora()) n_lora += double(lin->lora_rank()) * (in + out);
+  }
+  if (model->tied()) n_mm += double(c.vocab_size) * double(c.hidden_size);
+  const double attn = 4.0 * double(c.num_hidden_layers) * double(o.seq_len) * double(c.q_dim());
+  const double f_fwd = 2 * n_mm + 2 * n_lora + attn;
+  const double f_lora = 4 * n_mm + 6 * n_lora + 3 * attn;
+  const double f_full = 6 * n_mm + 3 * attn;
+
+  const double peak = gemm_gflops(device, device.is_cuda() ? dtype : torch::kFloat32);
+
+  auto ids = torch::randint(c.vocab_size, {o.batch, o.seq_len},
+                            torch::TensorOptions().dtype(torch::kInt64).device(device));
+  const double tokens = double(o.batch * o.seq_len);
+
+  double prefill_s;
+  {
+    model->eval();
+    torch::InferenceMode guard;
+    prefill_s = time_median(o.iters, [&] { sync(model->forward(ids, {.last_only = true})); });
+  }
+
+  model->train();
+  auto targets = torch::roll(ids, -1, 1).reshape({-1});
+  auto params = model->lora_parameters();
+  double train_s = time_median(o.iters, [&] {
+    for (auto& p : params) p.mutable_grad() = torch::Tensor();
+    auto logits = model->forward(ids);  // (B, T, V) fp32
+    auto loss = torch::nll_loss(torch::log_softmax(logits.view({-1, c.vocab_size}), -1), targets);
+    loss.backward();
+    sync(params.back().grad());
+  });
+
+  const double train_tok_s = tokens / train_s;
+  int64_t lora_params = 0;
+  for (auto& p : params) lora_params += p.numel();
+  return {
+      {"model", o.model_dir.empty() ? "generated-" + o.size : o.model_dir},
+      {"device", o.device},
+      {"dtype", hf_dtype_name(dtype)},
+      {"threads", torch::get_num_threads()},
+      {"params", model->num_base_parameters()},
+      {"lora_params", lora_params},
+      {"lora_r", o.lora_r},
+      {"seq_len", o.seq_len},
+      {"batch", o.batch},
+      {"gemm_gflops", peak},
+      {"prefill_s", prefill_s},
+      {"prefill_tok_s", tokens / prefill_s},
+      {"lora_fwd_bwd_s", train_s},
+      {"lora_fwd_bwd_tok_s", train_tok_s},
+      {"flops_per_token_fwd", f_fwd},
+      {"flops_per_token_lora_fwd_bwd", f_lora},
+      {"flops_per_token_full_ft", f_full},
+      {"prefill_gflops", tokens / prefill_s * f_fwd / 1e9},
+      {"lora_fwd_bwd_gflops", train_tok_s * f_lora / 1e9},
+      {"mfu", train_tok_s * f_lora / (peak * 1e9)},
+  };
+}
+
+}  // namespace grpo::model

@@ -1,0 +1,44 @@
+// `grpo bench forward`: prefill and LoRA forward+backward throughput of a model (a checkpoint or a
+// generated size), measured against this machine's own fp32 GEMM rate in the same run.
+//
+// FLOPs per token (matmul FLOPs only; what the LoRA training step actually executes):
+//   N_mm   = sum of in*out over every projection and the LM head (tied head counted too)
+//   N_lora = sum of r*(in+out) over adapted projections
+//   A      = 4 * layers * seq_len * (heads*head_dim)     (q k^T and p v, full T x T, forward)
+//   forward            = 2*N_mm + 2*N_lora + A
+//   LoRA fwd+bwd       = 4*N_mm + 6*N_lora + 3*A  (frozen base: backward computes input gradients
+//                        only, no weight gradients; attention backward is twice its forward)
+//   full fine-tune     = 6*N_mm + 3*A             (reported for reference, the "6N" rule)
+// mfu = lora_fwd_bwd_tok_s * (LoRA fwd+bwd FLOPs per token) / (gemm_gflops * 1e9).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/io/hf_config.h"
+
+namespace grpo::model {
+
+struct ForwardBenchOptions {
+  std::string model_dir;      // a checkpoint; empty = generate `size`
+  std::string size = "25m";   // "tiny" | "25m" | "100m"
+  int64_t seq_len = 512;
+  int64_t batch = 1;
+  int64_t lora_r = 16;        // all-linear, lora_alpha = 2r
+  int threads = 0;            // 0 = LibTorch's default
+  int iters = 3;              // timed repeats (median), after one warm-up
+  std::string device = "cpu"; // "cpu" | "cuda"
+  std::string dtype;          // "" = default for the device (fp32 CPU, bf16 CUDA) | float32 | bfloat16
+};
+
+// A Qwen2-style config for a named size (throws grpo::Error listing the known sizes).
+io::ModelConfig bench_model_config(const std::string& size);
+
+// Keys: gemm_gflops, prefill_tok_s, lora_fwd_bwd_tok_s, mfu, params, lora_params, seq_len, batch,
+// threads, flops_per_token_fwd, flops_per_token_lora_fwd_bwd, flops_per_token_full_ft,
+// prefill_s, lora_fwd_bwd_s, model, device, dtype.
+nlohmann::json bench_forward(const ForwardBenchOptions& options);
+
+}  // namespace grpo::model
