@@ -14,7 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kModels = std::string(GRPO_IO_TEST_DATA) + "/golden/models/";
+const std::string kModels = std::string(GRPO_TEST_DATA) + "/golden/models/";
 
 json golden_config(const char* model) { return json::parse(grpo::read_file(kModels + model + "/config.json")); }
 

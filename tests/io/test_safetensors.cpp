@@ -15,7 +15,7 @@ using namespace grpo::io;
 
 namespace {
 
-const std::string kModels = std::string(GRPO_IO_TEST_DATA) + "/golden/models/";
+const std::string kModels = std::string(GRPO_TEST_DATA) + "/golden/models/";
 constexpr DType kAllDTypes[] = {DType::BOOL, DType::U8,   DType::I8,  DType::F8_E5M2, DType::F8_E4M3,
                                 DType::I16,  DType::U16,  DType::F16, DType::BF16,    DType::I32,
                                 DType::U32,  DType::F32,  DType::F64, DType::I64,     DType::U64};
