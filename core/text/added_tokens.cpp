@@ -60,14 +60,14 @@ void AddedVocabulary::build_tries(const Normalizer* normalizer) {
   // HF builds each trie from special tokens first, then ordinary ones.
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < tokens_.size(); ++i) {
-      const AddedToken& t = tokens_[i];
+      AddedToken& t = tokens_[i];
       if (t.special != (pass == 0)) continue;
+      t.decoded = t.content;
       if (!t.normalized) {
         raw_trie_.add(t.content, i);
       } else {
-        std::string pattern = t.content;
-        if (normalizer) normalizer->normalize(pattern);
-        normalized_trie_.add(pattern, i);
+        if (normalizer) normalizer->normalize(t.decoded);
+        normalized_trie_.add(t.decoded, i);
       }
     }
   }

@@ -20,6 +20,9 @@ struct AddedToken {
   std::string content;
   int32_t id = -1;
   bool special = false, lstrip = false, rstrip = false, single_word = false, normalized = false;
+  // What decode() hands the decoder: the content, normalized when `normalized` is set (as HF
+  // does: with a Prepend("▁") normalizer "<sep>" decodes as "▁<sep>").
+  std::string decoded;
 };
 
 // A cut of a string: [start, end), and the added token it is (-1: plain text for the model).
@@ -52,7 +55,7 @@ public:
   template <typename ModelId>
   void load(const json& list, const JsonWhere& where, ModelId&& model_id);
   // Builds the two tries (call after load; `normalizer` may be null).
-  void build_tries(const Normalizer* normalizer);
+  void build_tries(const Normalizer* normalizer);  // also sets AddedToken::decoded
 
   // Cuts `s` at added tokens of the raw (normalized=false) or normalized set.
   void split(std::string_view s, bool normalized_set, std::vector<Segment>& out) const;
@@ -67,7 +70,7 @@ public:
 
 private:
   void add(AddedToken token);
-  std::vector<AddedToken> tokens_;
+  std::vector<AddedToken> tokens_;  // mutable only until build_tries
   std::unordered_map<int32_t, size_t> by_id_;
   std::unordered_map<std::string, size_t> by_content_;
   TokenTrie raw_trie_, normalized_trie_;

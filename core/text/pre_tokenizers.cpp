@@ -276,7 +276,12 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const JsonWhere&
   if (type == "Split") return std::make_unique<Split>(j, where);
   if (type == "ByteLevel") return std::make_unique<ByteLevel>(j, where);
   if (type == "Metaspace") return std::make_unique<Metaspace>(j, where);
-  if (type == "Whitespace") return std::make_unique<RegexKeep>(R"(\w+|[^\w\s]+)", where);
+  if (type == "Whitespace") {
+    // \w+|[^\w\s]+ with Rust regex's Unicode \w (PCRE2's \w lacks marks and Join_Control).
+    return std::make_unique<RegexKeep>(
+        R"([\p{L}\p{Nl}\p{Nd}\p{M}\p{Pc}\x{200C}\x{200D}]+|[^\p{L}\p{Nl}\p{Nd}\p{M}\p{Pc}\x{200C}\x{200D}\s]+)",
+        where);
+  }
   if (type == "WhitespaceSplit") {
     return std::make_unique<CharSplit>(is_whitespace, SplitBehavior::Removed);
   }

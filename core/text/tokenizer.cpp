@@ -162,7 +162,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
   tokens.reserve(ids.size());
   for (int32_t id : ids) {
     if (const AddedToken* t = d.added.by_id(id)) {
-      if (!(skip_special_tokens && t->special)) tokens.push_back(t->content);
+      if (!(skip_special_tokens && t->special)) tokens.push_back(t->decoded);
     } else if (const std::string* tok = d.model->id_to_token(id)) {
       tokens.push_back(*tok);
     }

@@ -17,7 +17,7 @@ class TestTokenizer : public QObject {
 
 private:
   static std::string golden(const std::string& name) {
-    return std::string(GRPO_GOLDEN_DATA) + "/golden/tokenizers/" + name;
+    return std::string(GRPO_TEST_DATA) + "/golden/tokenizers/" + name;
   }
 
   // Encodes every line and compares with ids.jsonl / ids_with_special.jsonl.
@@ -49,7 +49,7 @@ private:
   static void check_decode(const std::string& name) {
     Tokenizer tok = Tokenizer::load(golden(name));
     auto texts = read_lines(golden(name) + "/texts.txt");
-    auto refs = read_jsonl(std::string(GRPO_TEST_DATA) + "/" + name + "_reference.jsonl");
+    auto refs = read_jsonl(std::string(GRPO_TEXT_TEST_DATA) + "/" + name + "_reference.jsonl");
     QCOMPARE(refs.size(), texts.size());
     int failures = 0, differs_from_text = 0;
     for (size_t i = 0; i < refs.size(); ++i) {
