@@ -39,7 +39,10 @@ void remove_command_groups(std::string& s, std::string_view cmd) {
   for (size_t p = s.find(cmd); p != std::string::npos; p = s.find(cmd, p)) {
     size_t open = p + cmd.size();
     size_t close = open < s.size() && s[open] == '{' ? skip_braces(s, open) : std::string::npos;
-    if (close == std::string::npos) break;
+    if (close == std::string::npos) {
+      ++p;  // "\textbf" when looking for "\text", or unbalanced: look further on
+      continue;
+    }
     s.erase(p, close - p);
   }
 }
@@ -163,9 +166,10 @@ std::optional<std::string> extract_boxed(std::string_view text) {
 }
 
 std::optional<std::string> extract_last_number(std::string_view text) {
-  // A sign counts only when not glued to a preceding word or bracket ("7-5" -> "5").
+  // A sign counts only when not glued to a preceding word or bracket ("7-5" -> "5") and not a
+  // spaced binary minus after a number ("10 - 3" -> "3").
   static const Regex number(
-      R"((?:(?<![\w)\]}])(?<![\w)\]}] )-)?)"
+      R"((?:(?<![\w)\]}])(?<![\d)\]}] )-)?)"
       R"((?:\\[dt]?frac\{[^{}]*\}\{[^{}]*\}|\\[dt]?frac\d\d)"
       R"(|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:/\d+(?:\.\d+)?)?|\.\d+))",
       "accuracy: number pattern");

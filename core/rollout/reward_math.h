@@ -18,7 +18,7 @@ std::optional<std::string> extract_boxed(std::string_view text);
 
 // The last number in `text` as written ("-12", "3.5", "1,234", "3/4", "\frac{3}{4}").
 // A "-" counts as a sign only when it does not follow a word character or closing bracket,
-// so "7-5" yields "5".
+// nor a number and one space, so "7-5" and "10 - 5" yield "5" while "is -5" yields "-5".
 std::optional<std::string> extract_last_number(std::string_view text);
 
 // The value of a math answer ("1,234", "-3/4", "\frac{3}{4}", "$42$"), or nothing.

@@ -74,7 +74,10 @@ std::vector<RegexMatch> Regex::find_all(std::string_view subject) const {
 }
 
 bool Regex::full_match(std::string_view subject) const {
-  return run(impl_->code, subject, 0, PCRE2_ANCHORED | PCRE2_ENDANCHORED).has_value();
+  // Also check the range: with invalid UTF-8 in the subject PCRE2 may end the match at the end
+  // of a valid segment rather than of the subject.
+  auto m = run(impl_->code, subject, 0, PCRE2_ANCHORED | PCRE2_ENDANCHORED);
+  return m && m->begin == 0 && m->end == subject.size();
 }
 
 }  // namespace grpo::rollout

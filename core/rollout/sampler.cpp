@@ -103,8 +103,13 @@ std::vector<std::vector<Completion>> Sampler::generate(const std::vector<std::ve
   if (P == 0) return out;
 
   torch::NoGradGuard no_grad;
-  const bool was_training = model_->is_training();
-  model_->eval();  // no LoRA dropout while sampling
+  // No LoRA dropout while sampling; the training flag comes back however we leave.
+  struct EvalScope {
+    model::CausalLM& m;
+    bool was_training;
+    explicit EvalScope(model::CausalLM& model) : m(model), was_training(model->is_training()) { m->eval(); }
+    ~EvalScope() { if (was_training) m->train(); }
+  } eval_scope(model_);
   const torch::Device device = model_->device();
 
   int64_t max_prompt = 0;
@@ -184,7 +189,6 @@ std::vector<std::vector<Completion>> Sampler::generate(const std::vector<std::ve
     step.attention_mask = torch::ones_like(step_ids);
     logits = model_->forward(step_ids, step).squeeze(1);  // (A', V)
   }
-  if (was_training) model_->train();
   return out;
 }
 
