@@ -1,0 +1,219 @@
+// core/model against Hugging Face: golden logits (transformers / PEFT), checkpoint load errors,
+// save_pretrained round trips for configs outside the golden set, inspect.
+#include <QtTest>
+
+#include <cmath>
+
+#include "core/common/error.h"
+#include "core/io/safetensors.h"
+#include "core/model/causal_lm.h"
+#include "core/model/inspect.h"
+#include "core/model/peft_io.h"
+#include "core/model/rope.h"
+#include "core/model/weights.h"
+#include "model_test_util.h"
+
+using namespace grpo;
+using namespace grpo::model;
+using namespace grpo::model::test;
+
+namespace {
+
+torch::Tensor full_logits(CausalLM& m, const torch::Tensor& ids) {
+  torch::NoGradGuard g;
+  m->eval();
+  return m->forward(ids)[0];  // (T, V)
+}
+
+// Copies a golden checkpoint into `dst`, replacing or dropping or adding one tensor.
+void rewrite_checkpoint(const std::string& src, const std::string& dst, const std::string& name,
+                        const std::string& action) {
+  auto f = io::SafetensorsFile::open(src + "/model.safetensors");
+  std::vector<io::TensorView> views;
+  std::vector<float> extra(4, 0.f);
+  std::vector<torch::Tensor> keep;
+  for (const auto& t : f.tensors()) {
+    if (t.name == name && action == "drop") continue;
+    io::TensorView v{t.name, t.dtype, t.shape, f.data(t), t.nbytes()};
+    if (t.name == name && action == "transpose") std::swap(v.shape[0], v.shape[1]);
+    views.push_back(v);
+  }
+  if (action == "add") views.push_back({name, io::DType::F32, {4}, extra.data(), 16});
+  io::write_safetensors(dst + "/model.safetensors", views, {{"format", "pt"}});
+  write_file_atomic(dst + "/config.json", read_file(src + "/config.json"));
+}
+
+}  // namespace
+
+class TestModel : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  void initTestCase() { torch::manual_seed(1234); }
+
+  void goldenLogits_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("adapter");
+    QTest::newRow("llama-untied-f32") << "llama-untied-f32" << "";
+    QTest::newRow("qwen2-tied-bf16") << "qwen2-tied-bf16" << "";
+    QTest::newRow("qwen2-tied-bf16+lora-r4") << "qwen2-tied-bf16" << "qwen2-tied-bf16-lora-r4";
+  }
+  void goldenLogits() {
+    QFETCH(QString, model);
+    QFETCH(QString, adapter);
+    auto dir = golden_model(model.toStdString());
+    auto ref = load_reference(golden_model((adapter.isEmpty() ? model : adapter).toStdString()));
+    auto m = from_pretrained(dir);
+    if (!adapter.isEmpty()) load_adapter(*m, golden_model(adapter.toStdString()));
+    auto logits = full_logits(m, ref.input_ids);
+    QCOMPARE(logits.sizes().vec(), ref.logits.sizes().vec());
+    double diff = max_abs_diff(logits, ref.logits);
+    qInfo("max abs diff %g", diff);
+    QVERIFY2(diff <= 1e-4, qPrintable(QString("max abs diff %1").arg(diff)));
+  }
+
+  void computeLogitsForCli() {
+    auto ref = load_reference(golden_model("qwen2-tied-bf16-lora-r4"));
+    auto ids = std::vector<int64_t>(ref.input_ids.data_ptr<int64_t>(),
+                                    ref.input_ids.data_ptr<int64_t>() + ref.input_ids.numel());
+    auto all = compute_logits(golden_model("qwen2-tied-bf16"), ids, golden_model("qwen2-tied-bf16-lora-r4"), false);
+    QCOMPARE(all.size(), ids.size());
+    auto last = compute_logits(golden_model("qwen2-tied-bf16"), ids, golden_model("qwen2-tied-bf16-lora-r4"), true);
+    QCOMPARE(last.size(), size_t(1));
+    const int64_t T = ref.logits.size(0), V = ref.logits.size(1);
+    double diff = 0;
+    for (int64_t v = 0; v < V; ++v) {
+      diff = std::max(diff, double(std::abs(all[size_t(T - 1)][size_t(v)] - ref.logits[T - 1][v].item<float>())));
+      diff = std::max(diff, double(std::abs(last[0][size_t(v)] - all[size_t(T - 1)][size_t(v)])));
+    }
+    QVERIFY2(diff <= 1e-4, qPrintable(QString::number(diff)));
+    QVERIFY_THROWS_EXCEPTION(Error, compute_logits(golden_model("qwen2-tied-bf16"), {5, 300}, "", true));
+  }
+
+  void inspectReportsArchitecture() {
+    auto j = inspect_model(golden_model("qwen2-tied-bf16"));
+    QCOMPARE(j["architecture"].get<std::string>(), std::string("Qwen2ForCausalLM"));
+    QCOMPARE(j["model_type"].get<std::string>(), std::string("qwen2"));
+    QCOMPARE(j["layers"].get<int64_t>(), int64_t(2));
+    QCOMPARE(j["hidden"].get<int64_t>(), int64_t(64));
+    QCOMPARE(j["heads"].get<int64_t>(), int64_t(4));
+    QCOMPARE(j["kv_heads"].get<int64_t>(), int64_t(2));
+    QCOMPARE(j["head_dim"].get<int64_t>(), int64_t(16));
+    QCOMPARE(j["vocab"].get<int64_t>(), int64_t(300));
+    QCOMPARE(j["dtype_on_disk"].get<std::string>(), std::string("BF16"));
+    QCOMPARE(j["tied"].get<bool>(), true);
+    auto m = from_pretrained(golden_model("qwen2-tied-bf16"));
+    QCOMPARE(j["params"].get<int64_t>(), m->num_base_parameters());
+    auto text = format_model_summary(j);
+    QVERIFY(text.find("Qwen2ForCausalLM") != std::string::npos);
+    QVERIFY(text.find("tied") != std::string::npos);
+    auto l = inspect_model(golden_model("llama-untied-f32"));
+    QCOMPARE(l["tied"].get<bool>(), false);
+    QCOMPARE(l["dtype_on_disk"].get<std::string>(), std::string("F32"));
+  }
+
+  void shapeMismatchNamesTensor() {
+    QTemporaryDir tmp;
+    auto dst = tmp.path().toStdString();
+    rewrite_checkpoint(golden_model("llama-untied-f32"), dst, "model.layers.1.mlp.up_proj.weight", "transpose");
+    try {
+      from_pretrained(dst);
+      QFAIL("no error");
+    } catch (const Error& e) {
+      std::string what = e.what();
+      QVERIFY2(what.find("tensor model.layers.1.mlp.up_proj.weight: shape [64,128], expected [128,64] "
+                         "(hint: wrong base model?)") != std::string::npos,
+               e.what());
+    }
+  }
+
+  void missingAndUnexpectedTensorsNamed() {
+    QTemporaryDir tmp;
+    auto dst = tmp.path().toStdString();
+    rewrite_checkpoint(golden_model("llama-untied-f32"), dst, "model.layers.0.self_attn.k_proj.weight", "drop");
+    try {
+      from_pretrained(dst);
+      QFAIL("no error");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("missing tensor model.layers.0.self_attn.k_proj.weight") != std::string::npos,
+               e.what());
+    }
+    rewrite_checkpoint(golden_model("llama-untied-f32"), dst, "model.layers.0.self_attn.k_proj.bias", "add");
+    try {
+      from_pretrained(dst);
+      QFAIL("no error");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("unexpected tensor model.layers.0.self_attn.k_proj.bias") != std::string::npos,
+               e.what());
+    }
+  }
+
+  void savedCheckpointReloads_data() {
+    QTest::addColumn<QString>("type");
+    QTest::addColumn<bool>("tied");
+    QTest::addColumn<bool>("llama3");
+    QTest::newRow("qwen3-random-tied") << "qwen3" << true << false;
+    QTest::newRow("qwen3-random-untied") << "qwen3" << false << false;
+    QTest::newRow("llama-llama3-rope") << "llama" << false << true;
+    QTest::newRow("qwen2-random") << "qwen2" << true << false;
+  }
+  void savedCheckpointReloads() {
+    QFETCH(QString, type);
+    QFETCH(bool, tied);
+    QFETCH(bool, llama3);
+    auto cfg = small_config(type.toStdString(), tied);
+    if (llama3) cfg.rope_scaling = io::RopeScaling{"llama3", 8.0, 1.0, 4.0, 64};
+    CausalLM m{CausalLMOptions(cfg)};
+    {  // non-trivial norms so that a missed norm would show
+      torch::NoGradGuard g;
+      for (auto& item : m->named_base_parameters())
+        if (item.key().find("norm") != std::string::npos) item.value().uniform_(0.5, 1.5);
+    }
+    QTemporaryDir tmp;
+    auto dir = tmp.path().toStdString() + "/ckpt";
+    save_pretrained(*m, dir);
+    auto f = io::SafetensorsFile::open(dir + "/model.safetensors");
+    QCOMPARE(f.find("lm_head.weight") != nullptr, !tied);
+    QCOMPARE(f.metadata().at("format"), std::string("pt"));
+    if (type == "qwen3") QVERIFY(f.find("model.layers.1.self_attn.k_norm.weight") != nullptr);
+    if (type == "qwen2") QVERIFY(f.find("model.layers.0.self_attn.q_proj.bias") != nullptr);
+    QVERIFY(f.find("model.layers.0.self_attn.o_proj.bias") == nullptr);
+    auto back = from_pretrained(dir);
+    QCOMPARE(back->config().rope_scaling.has_value(), llama3);
+    auto ids = torch::randint(cfg.vocab_size, {1, 150}, torch::kInt64);  // past 64 positions (llama3 ctx)
+    auto a = full_logits(m, ids), b = full_logits(back, ids);
+    QVERIFY(torch::equal(a, b));
+    // bf16 on disk: converted back to fp32 on load, close to the original.
+    save_pretrained(*m, dir + "-bf16", torch::kBFloat16);
+    QCOMPARE(io::ModelConfig::load(dir + "-bf16/config.json").torch_dtype, std::string("bfloat16"));
+    auto c = from_pretrained(dir + "-bf16");
+    QVERIFY(max_abs_diff(full_logits(c, ids), a) < 0.05);
+  }
+
+  void llama3InvFreqMatchesFormula() {
+    auto cfg = small_config("llama", false);
+    cfg.head_dim = 64;
+    cfg.rope_scaling = io::RopeScaling{"llama3", 8.0, 1.0, 4.0, 8192};
+    auto inv = rope_inv_freq(cfg);
+    const double pi = 3.14159265358979323846;
+    for (int64_t i = 0; i < 32; ++i) {
+      double f = 1.0 / std::pow(cfg.rope_theta, double(2 * i) / 64.0);
+      double wavelen = 2 * pi / f, lo_w = 8192.0 / 1.0, hi_w = 8192.0 / 4.0, expect;
+      if (wavelen < hi_w) expect = f;
+      else if (wavelen > lo_w) expect = f / 8.0;
+      else {
+        double smooth = (8192.0 / wavelen - 1.0) / (4.0 - 1.0);
+        expect = (1 - smooth) * f / 8.0 + smooth * f;
+      }
+      QVERIFY2(std::abs(inv[i].item<double>() - expect) <= 1e-6 * expect, qPrintable(QString::number(i)));
+    }
+  }
+
+  void unsupportedConfigIsClearError() {
+    auto cfg = small_config("llama", false);
+    cfg.model_type = "gpt2";
+    QVERIFY_THROWS_EXCEPTION(Error, CausalLM(CausalLMOptions(cfg)));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestModel)
+#include "test_model.moc"
