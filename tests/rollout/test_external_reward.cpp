@@ -1,0 +1,225 @@
+// Tests for the `external` reward: small python3 programs written at test time that succeed,
+// return null, hang, crash, print garbage or stop reading; every test is bounded in time.
+#include <QtTest>
+
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+
+#include "core/rollout/external_reward.h"
+
+using namespace grpo::rollout;
+
+namespace {
+
+RewardInput sample(std::string completion, std::optional<std::string> answer = std::string("x"),
+                   nlohmann::json metadata = nlohmann::json::object()) {
+  RewardInput in;
+  in.prompt = "What?";
+  in.completion = std::move(completion);
+  in.answer = std::move(answer);
+  in.metadata = std::move(metadata);
+  return in;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool process_gone(pid_t pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }  // reaped, no zombie
+
+std::vector<std::optional<double>> opt(std::initializer_list<double> v) {
+  std::vector<std::optional<double>> out;
+  for (double x : v) out.push_back(std::isnan(x) ? std::nullopt : std::optional<double>(x));
+  return out;
+}
+const double None = std::nan("");
+
+}  // namespace
+
+class TestExternalReward : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+
+  // Writes `code` to <tmp>/<name> and returns options running it with python3.
+  ExternalRewardOptions script(const char* name, const char* code, double timeout_s = 5.0) {
+    std::string path = (dir_.path() + "/" + name).toStdString();
+    std::ofstream(path) << "import sys, json, os, time\n" << code;
+    ExternalRewardOptions o;
+    o.command = "python3 '" + path + "'";
+    o.timeout_s = timeout_s;
+    o.startup_timeout_s = 5.0;
+    o.shutdown_grace_s = 1.0;
+    return o;
+  }
+
+private Q_SLOTS:
+  void initTestCase() { QVERIFY(dir_.isValid()); }
+
+  void requestLineCarriesMetadataAndNullAnswer() {
+    auto j = nlohmann::json::parse(ExternalReward::request_line(sample("c", std::nullopt, {{"level", 3}, {"prompt", "shadowed"}})));
+    QCOMPARE(j["prompt"], nlohmann::json("What?"));  // the fixed keys win over metadata
+    QCOMPARE(j["completion"], nlohmann::json("c"));
+    QVERIFY(j["answer"].is_null());
+    QCOMPARE(j["level"], nlohmann::json(3));
+    // Invalid UTF-8 (a completion cut mid-character) is replaced, not thrown.
+    QVERIFY(!ExternalReward::request_line(sample("ab\xC3")).empty());
+  }
+
+  void successScoresEveryRowWithOneProgram() {
+    ExternalReward r(script("ok.py", R"(
+for line in sys.stdin:
+    req = json.loads(line)
+    ok = req["completion"].strip() == req["answer"]
+    print(json.dumps({"reward": (1.0 if ok else 0.0) + req.get("bonus", 0)}))
+)"));
+    std::vector<RewardInput> batch = {sample("x"), sample("y"), sample(" x ", std::string("x"), {{"bonus", 0.5}})};
+    auto t0 = std::chrono::steady_clock::now();
+    QCOMPARE(r.score(batch), opt({1.0, 0.0, 1.5}));
+    QCOMPARE(r.score(batch), opt({1.0, 0.0, 1.5}));  // the same program again
+    QCOMPARE(r.starts(), 1);
+    QCOMPARE(r.failures(), 0);
+    QVERIFY(seconds_since(t0) < 10);
+  }
+
+  void nullRewardIsNoneWithoutRestart() {
+    ExternalReward r(script("null.py", R"(
+for line in sys.stdin:
+    req = json.loads(line)
+    print(json.dumps({"reward": None if req["answer"] is None else 2}))
+)"));
+    QCOMPARE(r.score({sample("a", std::nullopt), sample("b"), sample("c", std::nullopt)}), opt({None, 2.0, None}));
+    QCOMPARE(r.starts(), 1);
+    QCOMPARE(r.failures(), 0);
+  }
+
+  void timeoutMarksTheSampleAndRestarts() {
+    ExternalReward r(script("slow.py", R"(
+for line in sys.stdin:
+    if json.loads(line)["completion"] == "slow":
+        time.sleep(60)
+    print(json.dumps({"reward": 1}))
+)", /*timeout_s=*/0.5));
+    auto t0 = std::chrono::steady_clock::now();
+    QCOMPARE(r.score({sample("fast"), sample("slow"), sample("fast"), sample("slow"), sample("fast")}),
+             opt({1.0, None, 1.0, None, 1.0}));
+    double took = seconds_since(t0);
+    QVERIFY2(took < 8, qPrintable(QString::number(took)));
+    QCOMPARE(r.starts(), 3);
+    QCOMPARE(r.failures(), 2);
+  }
+
+  void crashRestartsAndLaterSamplesAreScored() {
+    // Answers two samples, then dies on the third without replying.
+    ExternalReward r(script("crash.py", R"(
+n = 0
+for line in sys.stdin:
+    n += 1
+    if n == 3:
+        sys.stderr.write("Traceback: simulated crash\n")
+        sys.exit(3)
+    print(json.dumps({"reward": n}))
+)"));
+    QCOMPARE(r.score({sample("a"), sample("b"), sample("c"), sample("d"), sample("e"), sample("f"), sample("g")}),
+             opt({1.0, 2.0, None, 1.0, 2.0, None, 1.0}));
+    QCOMPARE(r.starts(), 3);
+    QCOMPARE(r.failures(), 2);
+  }
+
+  void programThatExitsBetweenSamplesIsRestartedQuietly() {
+    ExternalReward r(script("one.py", R"(
+print(json.dumps({"reward": 7}) if sys.stdin.readline() else "")
+)"));
+    auto scores = r.score({sample("a"), sample("b"), sample("c")});
+    QCOMPARE(scores[0], std::optional<double>(7.0));
+    for (const auto& s : scores) QVERIFY(!s || *s == 7.0);  // a race may cost a sample, never a wrong value
+    QVERIFY(r.starts() >= 2);
+  }
+
+  void garbageOutputIsNone() {
+    ExternalReward r(script("garbage.py", R"(
+for line in sys.stdin:
+    c = json.loads(line)["completion"]
+    out = {"notjson": "hello there", "nokey": '{"score": 1}', "string": '{"reward": "high"}',
+           "bool": '{"reward": true}', "array": '[1]', "nan": '{"reward": NaN}'}.get(c, '{"reward": 0.5}')
+    print(out)
+)"));
+    std::vector<RewardInput> batch;
+    for (const char* c : {"ok", "notjson", "ok", "nokey", "ok", "string", "bool", "ok", "array", "nan", "ok"})
+      batch.push_back(sample(c));
+    QCOMPARE(r.score(batch), opt({0.5, None, 0.5, None, 0.5, None, None, 0.5, None, None, 0.5}));
+    QCOMPARE(r.failures(), 6);
+    QCOMPARE(r.starts(), 7);
+  }
+
+  void writeToAProgramThatStoppedReadingDoesNotKillUs() {
+    // Closes its stdin before the first reply: our next write gets EPIPE (and SIGPIPE, which
+    // must be swallowed, or this test process dies).
+    ExternalRewardOptions o = script("closer.py", R"(
+sys.stdin.readline()
+os.close(0)
+print(json.dumps({"reward": 1}))
+time.sleep(60)
+)", /*timeout_s=*/2.0);
+    o.command = "exec " + o.command;  // no shell in between still holding the pipe open
+    ExternalReward r(o);
+    auto t0 = std::chrono::steady_clock::now();
+    QCOMPARE(r.score({sample("a"), sample("b"), sample("c")}), opt({1.0, None, 1.0}));
+    QVERIFY(seconds_since(t0) < 8);
+    QCOMPARE(r.starts(), 2);
+  }
+
+  void brokenCommandGivesUpAfterConsecutiveFailures() {
+    ExternalRewardOptions o;
+    o.command = "exec /nonexistent/reward-program";
+    o.timeout_s = 2;
+    o.max_consecutive_failures = 3;
+    ExternalReward r(o);
+    auto t0 = std::chrono::steady_clock::now();
+    auto scores = r.score(std::vector<RewardInput>(10, sample("a")));
+    QCOMPARE(scores, std::vector<std::optional<double>>(10));
+    QCOMPARE(r.starts(), 3);
+    QVERIFY(seconds_since(t0) < 8);
+    r.score({sample("a")});  // a new batch tries again
+    QCOMPARE(r.starts(), 4);
+  }
+
+  void destructionReapsAWellBehavedProgramQuickly() {
+    pid_t pid = -1;
+    auto t0 = std::chrono::steady_clock::now();
+    {
+      ExternalReward r(script("echo.py", "for line in sys.stdin:\n    print('{\"reward\": 1}')\n"));
+      r.score({sample("a")});
+      pid = r.pid();
+      QVERIFY(pid > 0);
+    }
+    QVERIFY(seconds_since(t0) < 5);
+    QVERIFY(process_gone(pid));
+  }
+
+  void destructionKillsAProgramThatIgnoresEof() {
+    pid_t pid = -1;
+    ExternalRewardOptions o = script("stubborn.py", R"(
+import signal
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+for line in sys.stdin:
+    print(json.dumps({"reward": 1}))
+time.sleep(60)
+)");
+    o.shutdown_grace_s = 0.3;
+    auto r = std::make_unique<ExternalReward>(o);
+    QCOMPARE(r->score({sample("a")}), opt({1.0}));
+    pid = r->pid();
+    auto t0 = std::chrono::steady_clock::now();
+    r.reset();
+    double took = seconds_since(t0);
+    QVERIFY2(took >= 0.25 && took < 3, qPrintable(QString::number(took)));
+    QVERIFY(process_gone(pid));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestExternalReward)
+#include "test_external_reward.moc"
