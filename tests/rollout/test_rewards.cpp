@@ -12,11 +12,7 @@ using namespace grpo::rollout;
 
 namespace {
 RewardInput sample(std::string completion, std::optional<std::string> answer = std::nullopt) {
-  RewardInput in;
-  in.prompt = "Q";
-  in.completion = std::move(completion);
-  in.answer = std::move(answer);
-  return in;
+  return RewardInput{"Q", std::move(completion), std::move(answer)};
 }
 
 std::optional<double> score1(RewardFunction& fn, const RewardInput& in) { return fn.score({in}).at(0); }
