@@ -68,7 +68,9 @@ ArithOptions ArithOptions::from_json(const nlohmann::json& j) {
   };
   uint64_t seed = 0;
   int level = 0;
-  get("seed", seed, &nlohmann::json::is_number_unsigned, "an integer >= 0");
+  get("seed", seed, &nlohmann::json::is_number_integer, "an integer >= 0");
+  check(!j.contains("seed") || j["seed"].is_number_unsigned() || j["seed"].get<int64_t>() >= 0,
+        ctx + ": field \"seed\"", "must be an integer >= 0, got " + (j.contains("seed") ? j["seed"].dump() : ""));
   get("difficulty", level, &nlohmann::json::is_number_integer, "an integer 1..5");
   ArithOptions o = level ? difficulty(level, seed) : ArithOptions{};
   o.seed = seed;
