@@ -178,12 +178,13 @@ torch::Tensor CausalLMImpl::hidden_states(const torch::Tensor& input_ids, const 
 }
 
 torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
-  if (lm_head) return lm_head(hidden).to(torch::kFloat32);  // (..., V)
+  const auto out_dtype = accumulate_dtype(dtype());  // fp32 (fp64 for a double model)
+  if (lm_head) return lm_head(hidden).to(out_dtype);  // (..., V)
   auto sizes = hidden.sizes().vec();
   const auto& W = model->embed_tokens->weight;  // (V, C)
   auto out = torch::mm(hidden.reshape({-1, sizes.back()}), W.t());
   sizes.back() = W.size(0);
-  return out.view(sizes).to(torch::kFloat32);
+  return out.view(sizes).to(out_dtype);
 }
 
 torch::Tensor CausalLMImpl::forward(const torch::Tensor& input_ids, const ForwardArgs& args) {

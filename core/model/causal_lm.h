@@ -82,11 +82,13 @@ class CausalLMImpl : public torch::nn::Module {
 public:
   explicit CausalLMImpl(const CausalLMOptions& options);
 
-  // input_ids (B, T) int64 -> logits (B, T, V) fp32, or (B, 1, V) with args.last_only.
+  // input_ids (B, T) int64 -> logits (B, T, V) fp32 (fp64 for a double model), or (B, 1, V)
+  // with args.last_only.
   torch::Tensor forward(const torch::Tensor& input_ids, const ForwardArgs& args = {});
   // Final-norm hidden states (B, T, C) (last position only with args.last_only).
   torch::Tensor hidden_states(const torch::Tensor& input_ids, const ForwardArgs& args = {});
-  // hidden (..., C) -> fp32 logits (..., V) through lm_head (or the tied embedding).
+  // hidden (..., C) -> logits (..., V) through lm_head (or the tied embedding), fp32 for
+  // fp32/bf16/fp16 models.
   torch::Tensor logits(const torch::Tensor& hidden);
 
   // ---- LoRA ----

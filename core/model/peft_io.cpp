@@ -126,7 +126,7 @@ void save_adapter(const CausalLMImpl& model, const std::string& dir, const std::
   }
   io::write_safetensors(path_join(dir, kAdapterWeightsName), views, {{"format", "pt"}});
   auto name = base.empty() ? model.config().name_or_path : base;
-  write_file_atomic(path_join(dir, kAdapterConfigName), adapter_config_json(cfg, name).dump(2));
+  write_file_atomic(path_join(dir, kAdapterConfigName), adapter_config_json(cfg, name).dump(2) + "\n");
 }
 
 void load_adapter(CausalLMImpl& model, const std::string& dir) {

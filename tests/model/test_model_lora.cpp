@@ -1,0 +1,357 @@
+// LoRA: identities (B = 0, disabled, merged), gradients against central finite differences in
+// double precision, frozen base, dropout, PEFT save/load round trip and adapter_config.json, and
+// the errors for adapters that do not fit or use unsupported features.
+#include <QtTest>
+
+#include <cmath>
+
+#include "core/common/error.h"
+#include "core/io/safetensors.h"
+#include "core/model/causal_lm.h"
+#include "core/model/peft_io.h"
+#include "core/model/weights.h"
+#include "model_test_util.h"
+
+using namespace grpo;
+using namespace grpo::model;
+using namespace grpo::model::test;
+
+namespace {
+
+const std::string kBase = "qwen2-tied-bf16";
+const std::string kAdapter = "qwen2-tied-bf16-lora-r4";
+
+torch::Tensor logits_of(CausalLM& m, const torch::Tensor& ids) {
+  torch::NoGradGuard g;
+  return m->forward(ids);
+}
+
+void randomize_lora(CausalLM& m, double std = 0.1) {
+  torch::NoGradGuard g;
+  for (auto& p : m->lora_parameters()) p.normal_(0.0, std);
+}
+
+std::string contents_of_golden_adapter_with(const std::string& dir, const std::string& key, nlohmann::json value) {
+  auto j = nlohmann::json::parse(read_file(golden_model(kAdapter) + "/adapter_config.json"));
+  j[key] = std::move(value);
+  write_file_atomic(dir + "/adapter_config.json", j.dump(2));
+  write_file_atomic(dir + "/adapter_model.safetensors",
+                    read_file(golden_model(kAdapter) + "/adapter_model.safetensors"));
+  return dir;
+}
+
+// Expects load_adapter to throw an Error whose text contains every piece of `needles`.
+void expect_load_error(CausalLM& m, const std::string& dir, const std::vector<std::string>& needles) {
+  try {
+    load_adapter(*m, dir);
+  } catch (const Error& e) {
+    for (const auto& n : needles)
+      QVERIFY2(std::string(e.what()).find(n) != std::string::npos, e.what());
+    QVERIFY(!m->has_lora());  // a rejected adapter leaves the model without one
+    return;
+  }
+  QFAIL("no error");
+}
+
+}  // namespace
+
+class TestModelLora : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  void initTestCase() { torch::manual_seed(42); }
+
+  void zeroBEqualsBaseAndOnlyLoraTrains() {
+    auto m = from_pretrained(golden_model(kBase));
+    m->eval();
+    auto ids = load_reference(golden_model(kBase)).input_ids;
+    auto base = logits_of(m, ids);
+    LoraConfig cfg;
+    cfg.r = 8;
+    m->add_lora(cfg);
+    QVERIFY(torch::equal(logits_of(m, ids), base));  // B = 0 at init
+    QCOMPARE(int64_t(m->lora_parameters().size()), int64_t(2 * 7 * 2));
+    for (const auto& item : m->named_parameters())
+      QCOMPARE(item.value().requires_grad(), item.key().find(".lora_") != std::string::npos);
+    auto& q = m->model->decoder_layers[1]->self_attn->q_proj;
+    QCOMPARE(q->lora_A->weight.sizes().vec(), (std::vector<int64_t>{8, 64}));
+    QCOMPARE(q->lora_B->weight.sizes().vec(), (std::vector<int64_t>{64, 8}));
+    QVERIFY(q->lora_A->weight.abs().max().item<float>() > 0);           // Kaiming-uniform
+    QVERIFY(q->lora_A->weight.abs().max().item<float>() <= 1 / std::sqrt(64.0) + 1e-6);  // bound 1/sqrt(in)
+    QCOMPARE(q->lora_B->weight.abs().max().item<float>(), 0.f);
+    // Targets from a list only.
+    cfg.target_modules = {"q_proj", "v_proj"};
+    m->add_lora(cfg);
+    QCOMPARE(int64_t(m->lora_parameters().size()), int64_t(2 * 2 * 2));
+    QVERIFY(!m->model->decoder_layers[0]->mlp->up_proj->has_lora());
+  }
+
+  void disabledEqualsBaseExactly() {
+    auto m = from_pretrained(golden_model(kBase));
+    m->eval();
+    auto ref = load_reference(golden_model(kAdapter));
+    auto base = logits_of(m, ref.input_ids);
+    load_adapter(*m, golden_model(kAdapter));
+    auto with = logits_of(m, ref.input_ids);
+    QVERIFY(max_abs_diff(with, base) > 0.1);
+    m->set_adapter_enabled(false);
+    QVERIFY(torch::equal(logits_of(m, ref.input_ids), base));
+    m->set_adapter_enabled(true);
+    QVERIFY(torch::equal(logits_of(m, ref.input_ids), with));
+  }
+
+  void mergedEqualsUnmerged() {
+    auto m = from_pretrained(golden_model(kBase));
+    m->eval();
+    auto ref = load_reference(golden_model(kAdapter));
+    load_adapter(*m, golden_model(kAdapter));
+    auto w0 = m->model->decoder_layers[0]->mlp->down_proj->weight.clone();
+    auto unmerged = logits_of(m, ref.input_ids);
+    m->merge_adapter();
+    QVERIFY(m->adapter_merged());
+    QVERIFY(max_abs_diff(m->model->decoder_layers[0]->mlp->down_proj->weight, w0) > 1e-3);
+    auto merged = logits_of(m, ref.input_ids);
+    QVERIFY2(max_abs_diff(merged, unmerged) <= 1e-4, qPrintable(QString::number(max_abs_diff(merged, unmerged))));
+    QVERIFY(max_abs_diff(merged[0], ref.logits) <= 1e-4);  // still PEFT's logits
+    m->unmerge_adapter();
+    QVERIFY(!m->adapter_merged());
+    QVERIFY(max_abs_diff(m->model->decoder_layers[0]->mlp->down_proj->weight, w0) <= 1e-6);
+    QVERIFY(max_abs_diff(logits_of(m, ref.input_ids), unmerged) <= 1e-4);
+    // Disabling a merged adapter gives the base model back.
+    m->merge_adapter();
+    m->set_adapter_enabled(false);
+    auto base = from_pretrained(golden_model(kBase));
+    base->eval();
+    QVERIFY(max_abs_diff(logits_of(m, ref.input_ids), logits_of(base, ref.input_ids)) <= 1e-4);
+  }
+
+  void baseWeightsGetNoGradient() {
+    auto m = from_pretrained(golden_model(kBase));
+    LoraConfig cfg;
+    cfg.r = 4;
+    m->add_lora(cfg);
+    randomize_lora(m);
+    m->train();
+    auto ids = torch::randint(300, {2, 12}, torch::kInt64);
+    auto logits = m->forward(ids);
+    auto loss = torch::nll_loss(torch::log_softmax(logits.view({-1, 300}), -1), ids.view({-1}));
+    loss.backward();
+    for (const auto& item : m->named_base_parameters())
+      QVERIFY2(!item.value().grad().defined(), item.key().c_str());
+    for (const auto& item : m->named_lora_parameters()) {
+      QVERIFY2(item.value().grad().defined(), item.key().c_str());
+      QVERIFY2(item.value().grad().abs().sum().item<float>() > 0, item.key().c_str());
+    }
+  }
+
+  void gradientsMatchFiniteDifferences_data() {
+    QTest::addColumn<QString>("type");
+    QTest::addColumn<bool>("rslora");
+    QTest::newRow("qwen2") << "qwen2" << false;
+    QTest::newRow("qwen3-rslora") << "qwen3" << true;
+    QTest::newRow("llama-untied") << "llama" << false;
+  }
+  void gradientsMatchFiniteDifferences() {
+    QFETCH(QString, type);
+    QFETCH(bool, rslora);
+    auto cfg = small_config(type.toStdString(), type != "llama");
+    CausalLM m{CausalLMOptions(cfg).dtype(torch::kFloat64)};
+    {
+      torch::NoGradGuard g;  // non-trivial norms and biases
+      for (auto& item : m->named_base_parameters())
+        if (item.key().find("norm") != std::string::npos || item.key().find("bias") != std::string::npos)
+          item.value().uniform_(0.5, 1.5);
+    }
+    LoraConfig lc;
+    lc.r = 2;
+    lc.lora_alpha = 3;
+    lc.use_rslora = rslora;
+    m->add_lora(lc);
+    randomize_lora(m, 0.3);
+    m->eval();
+    // Two left-padded rows: padding must not leak into the gradient either.
+    auto ids = torch::randint(3, cfg.vocab_size, {2, 7}, torch::kInt64);
+    auto mask = torch::ones({2, 7}, torch::kInt64);
+    mask[1].narrow(0, 0, 3).fill_(0);
+    auto weights = torch::randn({2, 7, cfg.vocab_size}, torch::kFloat64) * mask.unsqueeze(-1).to(torch::kFloat64);
+    ForwardArgs a;
+    a.attention_mask = mask;
+    auto loss_fn = [&] { return (m->forward(ids, a) * weights).sum(); };
+    loss_fn().backward();
+    const double eps = 1e-6;
+    int checked = 0;
+    for (auto& item : m->named_lora_parameters()) {
+      auto p = item.value();
+      auto grad = p.grad().clone();
+      for (int k = 0; k < 3; ++k) {
+        int64_t i = torch::randint(p.numel(), {1}, torch::kInt64).item<int64_t>();
+        torch::NoGradGuard g;
+        auto flat = p.view({-1});
+        const double orig = flat[i].item<double>();
+        flat[i].fill_(orig + eps);
+        const double up = loss_fn().item<double>();
+        flat[i].fill_(orig - eps);
+        const double down = loss_fn().item<double>();
+        flat[i].fill_(orig);
+        const double fd = (up - down) / (2 * eps), ad = grad.view({-1})[i].item<double>();
+        QVERIFY2(std::abs(fd - ad) <= 1e-6 * std::max(1.0, std::abs(fd)),
+                 qPrintable(QString("%1[%2]: autograd %3, finite difference %4").arg(item.key().c_str()).arg(i).arg(ad).arg(fd)));
+        ++checked;
+      }
+    }
+    QCOMPARE(checked, 2 * 7 * 2 * 3);
+  }
+
+  void dropoutOnlyInTrainMode() {
+    auto m = from_pretrained(golden_model(kBase));
+    LoraConfig cfg;
+    cfg.r = 4;
+    cfg.lora_dropout = 0.5;
+    m->add_lora(cfg);
+    randomize_lora(m);
+    auto ids = torch::randint(300, {1, 10}, torch::kInt64);
+    m->eval();
+    auto e1 = logits_of(m, ids), e2 = logits_of(m, ids);
+    QVERIFY(torch::equal(e1, e2));
+    m->train();
+    auto t1 = logits_of(m, ids), t2 = logits_of(m, ids);
+    QVERIFY(max_abs_diff(t1, t2) > 1e-4);
+  }
+
+  void scaling() {
+    LoraConfig c;
+    c.r = 16;
+    c.lora_alpha = 32;
+    QCOMPARE(c.scaling(), 2.0);
+    c.use_rslora = true;
+    QCOMPARE(c.scaling(), 8.0);
+    c.target_modules = {"q_prj"};
+    try {
+      c.validate("cfg");
+      QFAIL("no error");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("q_proj") != std::string::npos, e.what());
+    }
+  }
+
+  void peftSaveLoadRoundTrip() {
+    auto m = from_pretrained(golden_model(kBase));
+    m->eval();
+    LoraConfig cfg;
+    cfg.r = 8;
+    cfg.lora_alpha = 16;
+    cfg.use_rslora = true;
+    cfg.target_modules = {"v_proj", "q_proj", "down_proj"};
+    m->add_lora(cfg);
+    randomize_lora(m);
+    auto ids = torch::randint(300, {2, 9}, torch::kInt64);
+    auto before = logits_of(m, ids);
+    QTemporaryDir tmp;
+    auto dir = tmp.path().toStdString() + "/policy-v1";
+    save_adapter(*m, dir);
+    auto f = io::SafetensorsFile::open(dir + "/adapter_model.safetensors");
+    QCOMPARE(f.metadata().at("format"), std::string("pt"));
+    QCOMPARE(int64_t(f.tensors().size()), int64_t(2 * 3 * 2));
+    const auto* t = f.find("base_model.model.model.layers.1.mlp.down_proj.lora_A.weight");
+    QVERIFY(t != nullptr);
+    QCOMPARE(t->dtype, io::DType::F32);
+    QCOMPARE(t->shape, (std::vector<int64_t>{8, 128}));
+    QVERIFY(f.find("base_model.model.model.layers.0.self_attn.v_proj.lora_B.weight") != nullptr);
+    auto j = nlohmann::json::parse(read_file(dir + "/adapter_config.json"));
+    QCOMPARE(j["r"].get<int64_t>(), int64_t(8));
+    QCOMPARE(j["lora_alpha"].dump(), std::string("16"));
+    QCOMPARE(j["use_rslora"].get<bool>(), true);
+    QCOMPARE(j["target_modules"], nlohmann::json({"down_proj", "q_proj", "v_proj"}));
+    QCOMPARE(j["base_model_name_or_path"].get<std::string>(), std::string("ceo-tiny/qwen2-tied-bf16"));
+    auto fresh = from_pretrained(golden_model(kBase));
+    fresh->eval();
+    load_adapter(*fresh, dir);
+    QVERIFY(torch::equal(logits_of(fresh, ids), before));
+    QCOMPARE(fresh->lora_config().use_rslora, true);
+    QVERIFY(!QDir(QString::fromStdString(dir)).entryList(QDir::Files).join(",").contains("tmp"));
+  }
+
+  void adapterConfigMatchesPeft() {
+    LoraConfig cfg;
+    cfg.r = 4;
+    cfg.lora_alpha = 8;
+    auto mine = adapter_config_json(cfg, "qwen2-tied-bf16");
+    auto text = read_file(golden_model(kAdapter) + "/adapter_config.json");
+    auto golden = nlohmann::json::parse(text);
+    QCOMPARE(mine.dump(), golden.dump());
+    QCOMPARE(mine.size(), size_t(24));
+    // And written as PEFT writes it (json.dumps(indent=2, sort_keys=True)).
+    auto m = from_pretrained(golden_model(kBase));
+    m->add_lora(cfg);
+    QTemporaryDir tmp;
+    save_adapter(*m, tmp.path().toStdString(), "qwen2-tied-bf16");
+    QCOMPARE(read_file(tmp.path().toStdString() + "/adapter_config.json"), text);
+  }
+
+  void adapterThatDoesNotFitIsNamed() {
+    QTemporaryDir tmp;
+    // Shape: a model with other dimensions (hidden 32 instead of 64).
+    CausalLM small{CausalLMOptions(small_config("qwen2", true))};
+    expect_load_error(small, golden_model(kAdapter),
+                      {"tensor base_model.model.model.layers.0.", "expected [",
+                       "hint: adapter trained for another base model?"});
+    // Unexpected: a one-layer base model.
+    auto cfg1 = small_config("qwen2", true);
+    cfg1.hidden_size = 64;
+    cfg1.intermediate_size = 128;
+    cfg1.num_hidden_layers = 1;
+    cfg1.head_dim = 16;
+    CausalLM one{CausalLMOptions(cfg1)};
+    expect_load_error(one, golden_model(kAdapter),
+                      {"unexpected tensor base_model.model.model.layers.1.", "adapter trained for another base model?"});
+    // Missing: the config promises a projection the file lacks.
+    auto m = from_pretrained(golden_model(kBase));
+    auto dir = tmp.path().toStdString() + "/missing";
+    std::filesystem::create_directories(dir);
+    {
+      auto f = io::SafetensorsFile::open(golden_model(kAdapter) + "/adapter_model.safetensors");
+      std::vector<io::TensorView> views;
+      for (const auto& t : f.tensors())
+        if (t.name != "base_model.model.model.layers.1.mlp.up_proj.lora_B.weight")
+          views.push_back({t.name, t.dtype, t.shape, f.data(t), t.nbytes()});
+      io::write_safetensors(dir + "/adapter_model.safetensors", views, {{"format", "pt"}});
+      write_file_atomic(dir + "/adapter_config.json", read_file(golden_model(kAdapter) + "/adapter_config.json"));
+    }
+    expect_load_error(m, dir, {"missing tensor base_model.model.model.layers.1.mlp.up_proj.lora_B.weight"});
+  }
+
+  void unsupportedAdapterFeaturesAreClearErrors_data() {
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<QString>("value");
+    QTest::newRow("dora") << "use_dora" << "true";
+    QTest::newRow("bias") << "bias" << "\"all\"";
+    QTest::newRow("modules_to_save") << "modules_to_save" << "[\"lm_head\"]";
+    QTest::newRow("embedding target") << "target_modules" << "[\"q_proj\",\"embed_tokens\"]";
+    QTest::newRow("rank_pattern") << "rank_pattern" << "{\"q_proj\": 8}";
+    QTest::newRow("unknown module") << "target_modules" << "[\"qkv_proj\"]";
+  }
+  void unsupportedAdapterFeaturesAreClearErrors() {
+    QFETCH(QString, key);
+    QFETCH(QString, value);
+    QTemporaryDir tmp;
+    auto dir = contents_of_golden_adapter_with(tmp.path().toStdString(), key.toStdString(),
+                                               nlohmann::json::parse(value.toStdString()));
+    auto m = from_pretrained(golden_model(kBase));
+    expect_load_error(m, dir, {"adapter_config.json", key.toStdString()});
+  }
+
+  void embeddingLoraTensorsRejected() {
+    QTemporaryDir tmp;
+    auto dir = tmp.path().toStdString();
+    std::vector<float> z(4 * 300, 0.f);
+    io::write_safetensors(dir + "/adapter_model.safetensors",
+                          {{"base_model.model.model.embed_tokens.lora_embedding_A", io::DType::F32, {4, 300}, z.data(),
+                            z.size() * 4}},
+                          {{"format", "pt"}});
+    write_file_atomic(dir + "/adapter_config.json", read_file(golden_model(kAdapter) + "/adapter_config.json"));
+    auto m = from_pretrained(golden_model(kBase));
+    expect_load_error(m, dir, {"lora_embedding_A", "embeddings"});
+  }
+};
+
+QTEST_GUILESS_MAIN(TestModelLora)
+#include "test_model_lora.moc"
