@@ -187,6 +187,21 @@ time.sleep(60)
     QCOMPARE(r.starts(), 4);
   }
 
+  void restartsLeakNoFileDescriptors() {
+    auto open_fds = [] { return QDir("/proc/self/fd").entryList(QDir::NoDotAndDotDot | QDir::System).size(); };
+    const auto before = open_fds();
+    {
+      ExternalRewardOptions o;
+      o.command = "read line; echo garbage";  // one garbage reply, then exit: a restart per sample
+      o.timeout_s = 2;
+      o.max_consecutive_failures = 100;
+      ExternalReward r(o);
+      QCOMPARE(r.score(std::vector<RewardInput>(8, sample("a"))), std::vector<std::optional<double>>(8));
+      QCOMPARE(r.starts(), 8);
+    }
+    QCOMPARE(open_fds(), before);
+  }
+
   void destructionReapsAWellBehavedProgramQuickly() {
     pid_t pid = -1;
     auto t0 = std::chrono::steady_clock::now();
