@@ -4,7 +4,9 @@
 //   in  (our write to its stdin):  {"prompt": ..., "completion": ..., "answer": ... | null, <metadata>...}
 //   out (its stdout):              {"reward": <number>}  or  {"reward": null}
 // The program is started with `/bin/sh -c <command>` in its own process group, on the first
-// batch. Its stderr is drained continuously and the last few KiB are kept for error messages.
+// batch, with PYTHONUNBUFFERED=1 added to its environment so Python scripts flush each reply.
+// (The shell may stay as the program's parent; "exec python3 x.py" replaces it.) Its stderr is
+// drained continuously and the last 2 KiB are kept for error messages.
 //
 // A sample whose exchange fails is scored None (unscorable) and the cause is logged with the
 // stderr tail; the program is then killed and restarted for the next sample. Failures:

@@ -38,10 +38,14 @@ public:
 // make_reward({"name": "accuracy"}) and friends. Known names and their keys:
 //   accuracy                                  1/0 numeric answer match (None without an answer)
 //   exact_match                               1/0 trimmed string equality (None without an answer)
-//   format    pattern, mode: "search"|"full"  1/0 regex match of the completion (PCRE2, UTF+UCP)
-//   length    target, unit: "chars"|"tokens", penalty
-//   external  command, timeout_s
-// An optional "alias" key renames the function (for two functions of one kind in a set).
+//   format    pattern, mode: "full"|"search" (default full), dotall (default true)
+//                                             1/0 regex match of the completion (PCRE2, UTF+UCP)
+//   length    target, penalty (default 0.01), unit: "chars"|"tokens" (default chars)
+//                                             0 up to target, then -penalty per unit past it
+//   external  command, timeout_s (10), startup_timeout_s (30), shutdown_grace_s (1),
+//             max_consecutive_failures (3)    a user program speaking JSON lines (external_reward.h)
+// An optional "alias" key renames the function (for two functions of one kind in a set); a
+// "weight" key is read by RewardSet::from_json. A string spec is shorthand for {"name": s}.
 // An unknown name or key is a grpo::Error naming the nearest known one.
 std::unique_ptr<RewardFunction> make_reward(const nlohmann::json& spec);
 std::vector<std::string> known_reward_names();
