@@ -63,19 +63,21 @@ torch::Tensor scaled_attention(const torch::Tensor& q, const torch::Tensor& k,
     return at::scaled_dot_product_attention(q, kk, vv, c10::nullopt, 0.0, /*is_causal=*/true);
   return at::scaled_dot_product_attention(q, kk, vv, mask.additive, 0.0, /*is_causal=*/false);
 #else
-  // Query heads h*G .. h*G+G-1 share kv head h, so fold the group into the query axis: no copy
-  // of k or v. Scores in the accumulate dtype.
+  // Query heads h*G .. h*G+G-1 share kv head h, so fold the group into the query axis: k and v
+  // are never repeated. The mask is added inside the score GEMM (baddbmm, beta 1), so there is
+  // no separate masking pass and nothing for autograd to save.
+  if (!mask.grouped.defined()) {
+    const int64_t MB = mask.additive.size(0);  // B or 1
+    auto g = mask.additive.unsqueeze(2).expand({MB, KVH, G, Tq, Tk});  // (MB, KVH, G, Tq, Tk)
+    mask.grouped = MB == 1 ? g.narrow(1, 0, 1).reshape({1, G * Tq, Tk}) : g.reshape({MB * KVH, G * Tq, Tk});
+  }
   const double scale = 1.0 / std::sqrt(double(D));
-  auto qg = (q * scale).reshape({B, KVH, G * Tq, D});              // (B, KVH, G*Tq, D)
-  auto scores = torch::matmul(qg, k.transpose(2, 3));               // (B, KVH, G*Tq, Tk)
+  auto qg = q.reshape({B * KVH, G * Tq, D});                    // (B*KVH, G*Tq, D)
+  auto kt = k.reshape({B * KVH, Tk, D}).transpose(1, 2);        // (B*KVH, D, Tk)
+  auto scores = torch::baddbmm(mask.grouped, qg, kt, 1.0, scale);  // (B*KVH, G*Tq, Tk)
   auto acc = accumulate_dtype(q.scalar_type());
-  if (scores.scalar_type() != acc) scores = scores.to(acc);
-  auto s5 = scores.view({B, KVH, G, Tq, Tk});                       // (B, KVH, G, Tq, Tk)
-  // A finite fill (as transformers uses): a row with every key hidden (a padding query) stays
-  // finite instead of turning into NaN that would leak through the cache into real rows.
-  s5.masked_fill_(mask.blocked.unsqueeze(2), std::numeric_limits<float>::lowest());
-  auto probs = torch::softmax(scores, -1).to(v.scalar_type());      // (B, KVH, G*Tq, Tk)
-  return torch::matmul(probs, v).view({B, H, Tq, D});               // (B, H, Tq, D)
+  auto probs = torch::softmax(scores, -1, acc).to(v.scalar_type());  // (B*KVH, G*Tq, Tk)
+  return torch::bmm(probs, v.reshape({B * KVH, Tk, D})).view({B, H, Tq, D});  // (B, H, Tq, D)
 #endif
 }
 

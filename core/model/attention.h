@@ -25,9 +25,12 @@ struct AttentionMask {
   bool causal_only = true;
   // (B or 1, 1, Tq, Tk) bool, true where the key is hidden from the query. Always set.
   torch::Tensor blocked;
-  // (B or 1, 1, Tq, Tk) additive mask in the compute dtype (0 or lowest); set for the fused
-  // kernel (LibTorch 2.x) when !causal_only.
+  // (B or 1, 1, Tq, Tk) additive mask in the compute dtype: 0 where visible, the dtype's lowest
+  // finite value where blocked. Always set.
   torch::Tensor additive;
+  // The additive mask laid out for grouped-query scores, (B*KVH or 1, G*Tq, Tk); built by the
+  // first layer that needs it and shared by the others.
+  mutable torch::Tensor grouped;
 };
 
 struct AttentionOptions {

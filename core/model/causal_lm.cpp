@@ -156,11 +156,14 @@ Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const torch::Te
     }
   }
   m.blocked = blocked.unsqueeze(1);  // (B or 1, 1, T, S)
-#if TORCH_VERSION_MAJOR >= 2
-  if (!m.causal_only)
-    m.additive = torch::zeros(m.blocked.sizes(), torch::TensorOptions().dtype(dtype).device(dev))
-                     .masked_fill_(m.blocked, std::numeric_limits<float>::lowest());
-#endif
+  // A finite fill (as transformers uses): a query whose keys are all hidden (a padding slot)
+  // stays finite instead of producing NaN that would leak through the cache into real rows.
+  const double lowest = dtype == torch::kFloat64   ? std::numeric_limits<double>::lowest()
+                        : dtype == torch::kFloat16 ? -65504.0
+                        : dtype == torch::kBFloat16 ? -3.3895313892515355e38
+                                                    : double(std::numeric_limits<float>::lowest());
+  m.additive = torch::zeros(m.blocked.sizes(), torch::TensorOptions().dtype(dtype).device(dev))
+                   .masked_fill_(m.blocked, lowest);  // (B or 1, 1, T, S)
   return p;
 }
 

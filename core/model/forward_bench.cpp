@@ -49,10 +49,11 @@ double median(std::vector<double> v) {
 
 void sync(const torch::Tensor& t) { (void)t.sum().item<double>(); }
 
-// Median seconds of fn() over `iters` runs after one warm-up.
+// Median seconds of fn() over `iters` runs (at least one) after one warm-up; iters = 0: one
+// run, no warm-up.
 template <class F>
 double time_median(int iters, F&& fn) {
-  fn();
+  if (iters > 0) fn();
   std::vector<double> times;
   for (int i = 0; i < std::max(1, iters); ++i) {
     auto t0 = Clock::now();
@@ -62,23 +63,29 @@ double time_median(int iters, F&& fn) {
   return median(times);
 }
 
-double gemm_gflops(torch::Device device, torch::Dtype dtype) {
-  const int64_t n = device.is_cuda() ? 8192 : 1536;
-  auto opts = torch::TensorOptions().dtype(dtype).device(device);
-  auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
-  torch::NoGradGuard no_grad;
-  auto c = torch::empty({n, n}, opts);
-  double s = time_median(7, [&] {
+// One square fp32 (bf16 on CUDA) matrix product, repeatable: the machine's attainable GEMM rate.
+struct GemmProbe {
+  GemmProbe(torch::Device device, torch::Dtype dtype) : n(device.is_cuda() ? 8192 : 1536) {
+    auto opts = torch::TensorOptions().dtype(dtype).device(device);
+    a = torch::randn({n, n}, opts);
+    b = torch::randn({n, n}, opts);
+    c = torch::empty({n, n}, opts);
+  }
+  void run() {
+    torch::NoGradGuard no_grad;
     torch::mm_out(c, a, b);
     sync(c.narrow(0, 0, 1));
-  });
-  return 2.0 * double(n) * double(n) * double(n) / s / 1e9;
-}
+  }
+  double flops() const { return 2.0 * double(n) * double(n) * double(n); }
+  int64_t n;
+  torch::Tensor a, b, c;
+};
 
 }  // namespace
 
 nlohmann::json bench_forward(const ForwardBenchOptions& o) {
   if (o.threads > 0) torch::set_num_threads(o.threads);
+  const int default_threads = torch::get_num_threads();
   torch::Device device(o.device == "cuda" ? torch::kCUDA : torch::kCPU);
   torch::Dtype dtype = o.dtype.empty() ? default_compute_dtype(device)
                        : o.dtype == "bfloat16"  ? torch::kBFloat16
@@ -108,29 +115,55 @@ nlohmann::json bench_forward(const ForwardBenchOptions& o) {
   const double f_lora = 4 * n_mm + 6 * n_lora + 3 * attn;
   const double f_full = 6 * n_mm + 3 * attn;
 
-  const double peak = gemm_gflops(device, device.is_cuda() ? dtype : torch::kFloat32);
-
   auto ids = torch::randint(c.vocab_size, {o.batch, o.seq_len},
                             torch::TensorOptions().dtype(torch::kInt64).device(device));
   const double tokens = double(o.batch * o.seq_len);
 
-  double prefill_s;
-  {
+  auto prefill = [&] {
     model->eval();
     torch::InferenceMode guard;
-    prefill_s = time_median(o.iters, [&] { sync(model->forward(ids, {.last_only = true})); });
+    sync(model->forward(ids, {.last_only = true}));
+  };
+  // threads = 0 on a CPU: try LibTorch's default and one thread, keep the faster. On a machine
+  // whose cores are shared with other work, OpenMP's barriers make the default far slower.
+  bool auto_threads = false;
+  if (o.threads <= 0 && !device.is_cuda() && default_threads > 1) {
+    auto_threads = true;
+    prefill();  // warm-up
+    double best = 1e30;
+    int best_threads = default_threads;
+    for (int t : {default_threads, 1}) {
+      torch::set_num_threads(t);
+      double s = time_median(1, prefill);
+      if (s < best) best = s, best_threads = t;
+    }
+    torch::set_num_threads(best_threads);
   }
+
+  GemmProbe gemm(device, device.is_cuda() ? dtype : torch::kFloat32);
+  const double prefill_s = time_median(o.iters, prefill);
 
   model->train();
   auto targets = torch::roll(ids, -1, 1).reshape({-1});
   auto params = model->lora_parameters();
-  double train_s = time_median(o.iters, [&] {
+  auto train_step = [&] {
     for (auto& p : params) p.mutable_grad() = torch::Tensor();
     auto logits = model->forward(ids);  // (B, T, V) fp32
     auto loss = torch::nll_loss(torch::log_softmax(logits.view({-1, c.vocab_size}), -1), targets);
     loss.backward();
     sync(params.back().grad());
-  });
+  };
+  // The GEMM probe runs interleaved with the training steps (a few probes per step), so that
+  // both see the same machine state; on a shared machine that is what makes their ratio stable.
+  gemm.run();
+  train_step();
+  std::vector<double> gemm_times, train_times;
+  for (int i = 0; i < std::max(1, o.iters); ++i) {
+    for (int k = 0; k < 3; ++k) gemm_times.push_back(time_median(0, [&] { gemm.run(); }));
+    train_times.push_back(time_median(0, train_step));
+  }
+  const double peak = gemm.flops() / median(gemm_times) / 1e9;
+  const double train_s = median(train_times);
 
   const double train_tok_s = tokens / train_s;
   int64_t lora_params = 0;
@@ -140,6 +173,7 @@ nlohmann::json bench_forward(const ForwardBenchOptions& o) {
       {"device", o.device},
       {"dtype", hf_dtype_name(dtype)},
       {"threads", torch::get_num_threads()},
+      {"threads_auto", auto_threads},
       {"params", model->num_base_parameters()},
       {"lora_params", lora_params},
       {"lora_r", o.lora_r},

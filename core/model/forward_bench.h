@@ -27,7 +27,7 @@ struct ForwardBenchOptions {
   int64_t seq_len = 512;
   int64_t batch = 1;
   int64_t lora_r = 16;        // all-linear, lora_alpha = 2r
-  int threads = 0;            // 0 = LibTorch's default
+  int threads = 0;            // 0 = auto: LibTorch's default or 1, whichever prefills faster
   int iters = 3;              // timed repeats (median), after one warm-up
   std::string device = "cpu"; // "cpu" | "cuda"
   std::string dtype;          // "" = default for the device (fp32 CPU, bf16 CUDA) | float32 | bfloat16

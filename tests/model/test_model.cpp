@@ -7,6 +7,7 @@
 #include "core/common/error.h"
 #include "core/io/safetensors.h"
 #include "core/model/causal_lm.h"
+#include "core/model/forward_bench.h"
 #include "core/model/inspect.h"
 #include "core/model/peft_io.h"
 #include "core/model/rope.h"
@@ -206,6 +207,23 @@ private Q_SLOTS:
       }
       QVERIFY2(std::abs(inv[i].item<double>() - expect) <= 1e-6 * expect, qPrintable(QString::number(i)));
     }
+  }
+
+  void benchReportsThroughputAndMfu() {
+    ForwardBenchOptions o;
+    o.size = "tiny";
+    o.seq_len = 32;
+    o.lora_r = 4;
+    o.iters = 1;
+    auto j = bench_forward(o);
+    for (const char* k : {"gemm_gflops", "prefill_tok_s", "lora_fwd_bwd_tok_s", "mfu", "params", "seq_len",
+                          "flops_per_token_lora_fwd_bwd"})
+      QVERIFY2(j.contains(k) && j[k].is_number() && j[k].get<double>() > 0, k);
+    QCOMPARE(j["seq_len"].get<int64_t>(), int64_t(32));
+    // 25m: the documented size really is ~25M parameters.
+    CausalLM m{CausalLMOptions(bench_model_config("25m")).init_weights(false)};
+    QVERIFY(m->num_base_parameters() > 20'000'000 && m->num_base_parameters() < 30'000'000);
+    QVERIFY_THROWS_EXCEPTION(Error, bench_model_config("7b"));
   }
 
   void unsupportedConfigIsClearError() {
