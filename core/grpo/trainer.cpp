@@ -1,0 +1,238 @@
+#include "core/grpo/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "core/common/error.h"
+#include "core/grpo/packing.h"
+
+namespace grpo::grpo {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+LossConfig loss_config(const TrainConfig& c, int64_t micro_batches) {
+  LossConfig l;
+  l.type = parse_loss_type(c.loss_type, "loss_type");
+  l.epsilon_low = c.epsilon;
+  l.epsilon_high = c.epsilon_high_value();
+  l.beta = c.beta;
+  l.max_completion_length = c.max_completion_length;
+  l.gradient_accumulation_steps = micro_batches;
+  return l;
+}
+
+// One packed micro-batch: the samples' prompt+completion tokens back to back in one row.
+struct PackedRow {
+  torch::Tensor input_ids;    // (1, T)
+  torch::Tensor seq_ids;      // (1, T)
+  torch::Tensor positions;    // (N) flat indices of the positions that predict completion tokens
+  torch::Tensor targets;      // (N) the completion tokens they predict
+  std::vector<int64_t> sample_of_token;  // (N) which row-local sample each target belongs to
+  std::vector<int64_t> samples;          // global sample indices, in row order
+  int64_t max_completion = 0;
+};
+
+PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64_t>& members) {
+  PackedRow r;
+  std::vector<int64_t> ids, seq, pos, tgt;
+  for (size_t k = 0; k < members.size(); ++k) {
+    const auto& s = all[members[k]];
+    const int64_t start = static_cast<int64_t>(ids.size());
+    ids.insert(ids.end(), s.prompt_ids.begin(), s.prompt_ids.end());
+    ids.insert(ids.end(), s.completion_ids.begin(), s.completion_ids.end());
+    seq.insert(seq.end(), s.prompt_ids.size() + s.completion_ids.size(), static_cast<int64_t>(k));
+    const int64_t P = static_cast<int64_t>(s.prompt_ids.size());
+    for (size_t t = 0; t < s.completion_ids.size(); ++t) {
+      pos.push_back(start + P - 1 + static_cast<int64_t>(t));  // logits at i predict token i+1
+      tgt.push_back(s.completion_ids[t]);
+      r.sample_of_token.push_back(static_cast<int64_t>(k));
+    }
+    r.max_completion = std::max<int64_t>(r.max_completion, s.completion_ids.size());
+    r.samples.push_back(members[k]);
+  }
+  r.input_ids = torch::tensor(ids, torch::kInt64).unsqueeze(0);
+  r.seq_ids = torch::tensor(seq, torch::kInt64).unsqueeze(0);
+  r.positions = torch::tensor(pos, torch::kInt64);
+  r.targets = torch::tensor(tgt, torch::kInt64);
+  return r;
+}
+
+// Scatters flat per-token values (N) into (B, Tc) rows by sample, zero elsewhere.
+torch::Tensor to_rows(const torch::Tensor& flat, const PackedRow& r, const torch::Tensor& row_index,
+                      const torch::Tensor& col_index) {
+  auto out = torch::zeros({static_cast<int64_t>(r.samples.size()), r.max_completion}, flat.options());
+  return out.index_put({row_index, col_index}, flat);
+}
+
+}  // namespace
+
+torch::Tensor chunked_token_logprobs(model::CausalLMImpl& model, const torch::Tensor& hidden,
+                                     const torch::Tensor& targets, double temperature,
+                                     torch::Tensor* entropy, int64_t chunk_rows) {
+  const double T = temperature > 0 ? temperature : 1.0;
+  std::vector<torch::Tensor> lps, ents;
+  for (int64_t s = 0; s < hidden.size(0); s += chunk_rows) {
+    const int64_t n = std::min(chunk_rows, hidden.size(0) - s);
+    auto logits = model.logits(hidden.narrow(0, s, n)) / T;  // (n, V) fp32
+    auto logp = torch::log_softmax(logits, -1);
+    lps.push_back(logp.gather(1, targets.narrow(0, s, n).unsqueeze(1)).squeeze(1));
+    if (entropy) {
+      torch::NoGradGuard ng;
+      ents.push_back(-(logp.exp() * logp).sum(-1));
+    }
+  }
+  if (entropy) *entropy = ents.empty() ? torch::zeros({0}) : torch::cat(ents);
+  return lps.empty() ? torch::zeros({0}) : torch::cat(lps);
+}
+
+GrpoTrainer::GrpoTrainer(model::CausalLM model, const TrainConfig& config)
+    : model_(std::move(model)), config_(config) {
+  check(model_->has_lora(), "trainer", "the model has no LoRA adapter", "call add_lora() before training");
+  OptimizerConfig oc;
+  oc.learning_rate = config.learning_rate;
+  oc.lr_scheduler_type = config.lr_scheduler_type;
+  oc.warmup_ratio = config.warmup_ratio;
+  oc.total_steps = config.max_steps;
+  oc.max_grad_norm = config.max_grad_norm;
+  oc.weight_decay = config.weight_decay;
+  oc.beta1 = config.adam_beta1;
+  oc.beta2 = config.adam_beta2;
+  oc.eps = config.adam_epsilon;
+  optimizer_ = std::make_unique<Optimizer>(model_->lora_parameters(), oc);
+}
+
+void GrpoTrainer::retune(const TrainConfig& config) {
+  config_ = config;
+  optimizer_->set_base_lr(config.learning_rate);
+}
+
+std::map<std::string, double> GrpoTrainer::step(const std::vector<TrainSample>& samples) {
+  const auto t_step = std::chrono::steady_clock::now();
+  auto metrics = forward_backward(samples, true);
+  metrics["perf/fwd_bwd_s"] = seconds_since(t_step);
+  const auto t_opt = std::chrono::steady_clock::now();
+  metrics["grad_norm"] = optimizer_->step();
+  metrics["learning_rate"] = optimizer_->current_lr();
+  metrics["perf/optimizer_s"] = seconds_since(t_opt);
+  return metrics;
+}
+
+std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<TrainSample>& samples, bool backward) {
+  check(!samples.empty(), "trainer", "no samples to train on");
+  const torch::Device dev = model_->device();
+  model_->train();
+
+  std::vector<int64_t> lengths;
+  for (const auto& s : samples) {
+    check(s.old_logprobs.size() == s.completion_ids.size() && !s.prompt_ids.empty(), "trainer",
+          "sample needs a prompt and one behaviour log-prob per completion token");
+    lengths.push_back(static_cast<int64_t>(s.prompt_ids.size() + s.completion_ids.size()));
+  }
+  PackedBatches batches = config_.token_budget > 0 ? pack_token_budget(lengths, config_.token_budget)
+                                                   : pack_fixed_count(lengths, config_.per_device_train_batch_size);
+  std::map<std::string, double> metrics = batches.metrics;
+  auto mask_of = [&](const TrainSample& s) { return config_.mask_truncated_completions && s.truncated ? 0.0 : 1.0; };
+
+  // dapo normalises by the active tokens of the whole accumulated batch.
+  double items = 0;
+  for (const auto& row : batches.rows)
+    for (int64_t i : row) items += mask_of(samples[i]) * static_cast<double>(samples[i].completion_ids.size());
+  LossConfig lc = loss_config(config_, static_cast<int64_t>(batches.rows.size()));
+
+  std::map<std::string, double> sums;  // token-weighted sums of per-micro-batch metrics
+  double tokens_total = 0, entropy_sum = 0, loss_sum = 0, forwarded = 0;
+  double low_min = 1.0, high_max = 0.0;
+  for (const auto& members : batches.rows) {
+    PackedRow r = build_row(samples, members);
+    if (r.targets.numel() == 0) continue;
+    forwarded += static_cast<double>(r.input_ids.size(1));
+    model::ForwardArgs args;
+    args.seq_ids = r.seq_ids.to(dev);
+    auto hidden = model_->hidden_states(r.input_ids.to(dev), args)[0];  // (T, C)
+    auto picked = hidden.index_select(0, r.positions.to(dev));           // (N, C)
+    torch::Tensor ent;
+    auto logp = chunked_token_logprobs(*model_, picked, r.targets.to(dev), config_.temperature, &ent);  // (N)
+
+    // (B, Tc) layout for the loss.
+    std::vector<int64_t> cols;
+    std::vector<float> old;
+    std::vector<float> mask;
+    std::vector<int64_t> counter(r.samples.size(), 0);
+    for (size_t t = 0; t < r.sample_of_token.size(); ++t) {
+      const int64_t k = r.sample_of_token[t];
+      const TrainSample& s = samples[r.samples[k]];
+      cols.push_back(counter[k]);
+      old.push_back(s.old_logprobs[counter[k]]);
+      mask.push_back(static_cast<float>(mask_of(s)));
+      ++counter[k];
+    }
+    auto row_index = torch::tensor(r.sample_of_token, torch::kInt64).to(dev);
+    auto col_index = torch::tensor(cols, torch::kInt64).to(dev);
+    auto old_t = torch::tensor(old, torch::kFloat32).to(dev);
+    auto mask_t = torch::tensor(mask, torch::kFloat32).to(dev);
+    std::vector<double> adv;
+    for (int64_t i : r.samples) adv.push_back(samples[i].advantage);
+
+    LossInputs in;
+    in.logp = to_rows(logp, r, row_index, col_index);
+    in.old_logp = to_rows(old_t, r, row_index, col_index);
+    in.mask = to_rows(mask_t, r, row_index, col_index);
+    in.advantages = torch::tensor(adv, torch::kFloat32).to(dev);
+    in.num_items_in_batch = items;
+    if (config_.beta != 0.0) {
+      // The reference policy is the base model: the same weights with the adapter switched off.
+      torch::NoGradGuard ng;
+      model_->set_adapter_enabled(false);
+      auto ref_hidden = model_->hidden_states(r.input_ids.to(dev), args)[0].index_select(0, r.positions.to(dev));
+      auto ref = chunked_token_logprobs(*model_, ref_hidden, r.targets.to(dev), config_.temperature);
+      model_->set_adapter_enabled(true);
+      in.ref_logp = to_rows(ref, r, row_index, col_index);
+    }
+    LossOutput out = grpo_loss(in, lc);
+    if (backward) out.loss.backward();
+
+    const double ntok = mask_t.sum().item<double>();
+    tokens_total += ntok;
+    entropy_sum += (ent * mask_t).sum().item<double>();
+    loss_sum += out.loss.item<double>();
+    for (const auto& [k, v] : out.metrics) {
+      if (k == "clip_ratio/low_min") low_min = std::min(low_min, v);
+      else if (k == "clip_ratio/high_max") high_max = std::max(high_max, v);
+      else if (k != "policy_loss") sums[k] += v * ntok;
+    }
+  }
+
+  for (const auto& [k, v] : sums) metrics[k] = tokens_total > 0 ? v / tokens_total : 0.0;
+  metrics["clip_ratio/low_min"] = tokens_total > 0 ? low_min : 0.0;
+  metrics["clip_ratio/high_max"] = high_max;
+  metrics["loss"] = loss_sum;  // the accumulated objective of this step
+  metrics["entropy"] = tokens_total > 0 ? entropy_sum / tokens_total : 0.0;
+  metrics["num_tokens"] = forwarded;
+
+  double len_sum = 0, len_min = 1e300, len_max = 0, clipped = 0, term_sum = 0, term_n = 0;
+  for (const auto& s : samples) {
+    const double L = static_cast<double>(s.completion_ids.size());
+    len_sum += L;
+    len_min = std::min(len_min, L);
+    len_max = std::max(len_max, L);
+    if (s.truncated) clipped += 1;
+    else { term_sum += L; term_n += 1; }
+  }
+  const double n = static_cast<double>(samples.size());
+  metrics["completions/mean_length"] = len_sum / n;
+  metrics["completions/min_length"] = len_min;
+  metrics["completions/max_length"] = len_max;
+  metrics["completions/clipped_ratio"] = clipped / n;
+  metrics["completions/mean_terminated_length"] = term_n > 0 ? term_sum / term_n : 0.0;
+  metrics["sample/trained_tokens_mean"] = items / n;
+  metrics["batch/trained_tokens_per_step"] = items;
+  return metrics;
+}
+
+}  // namespace grpo::grpo

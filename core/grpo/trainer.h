@@ -1,0 +1,61 @@
+// GrpoTrainer: one optimizer step of GRPO on a batch of scored samples. Samples are packed into
+// padding-free rows (token_budget) or fixed-count micro-batches, each micro-batch is one packed
+// forward (no attention across samples), completion-token log-probs come from a chunked LM head
+// at temperature T (the sampler's processed distribution when top-k/top-p/min-p are off), the
+// loss is grpo_loss over gradient accumulation, and AdamW steps the LoRA parameters.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/grpo/config.h"
+#include "core/grpo/loss.h"
+#include "core/grpo/optimizer.h"
+#include "core/model/causal_lm.h"
+
+namespace grpo::grpo {
+
+struct TrainSample {
+  std::vector<int64_t> prompt_ids;
+  std::vector<int64_t> completion_ids;
+  std::vector<float> old_logprobs;  // behaviour log-probs, one per completion token
+  double advantage = 0.0;
+  bool truncated = false;           // finish_reason == "length" (no EOS at the end)
+  int64_t policy_version = 0;
+};
+
+// Log-probs (B_tokens) of `targets` under softmax(logits / temperature) computed from final hidden
+// states (N, C) in chunks of rows, so the (N, V) logits never exist at once. Also returns the
+// entropy per row when `entropy` is non-null.
+torch::Tensor chunked_token_logprobs(model::CausalLMImpl& model, const torch::Tensor& hidden,
+                                     const torch::Tensor& targets, double temperature,
+                                     torch::Tensor* entropy = nullptr, int64_t chunk_rows = 1024);
+
+class GrpoTrainer {
+public:
+  GrpoTrainer(model::CausalLM model, const TrainConfig& config);
+
+  // One optimizer step over every sample (gradient accumulation over its micro-batches).
+  // Returns this step's metrics (TRL names: loss, grad_norm, learning_rate, ratio, kl,
+  // clip_ratio/*, entropy, completions/*, batch/*, sample/*, perf/*).
+  std::map<std::string, double> step(const std::vector<TrainSample>& samples);
+  // The loss and metrics of `samples` without an optimizer step; accumulates gradients into the
+  // LoRA parameters when `backward` (used by step(), and by gradient checks).
+  std::map<std::string, double> forward_backward(const std::vector<TrainSample>& samples, bool backward);
+
+  // Live retune of the loss and optimizer settings that may change between steps.
+  void retune(const TrainConfig& config);
+  const TrainConfig& config() const { return config_; }
+  Optimizer& optimizer() { return *optimizer_; }
+  model::CausalLM& model() { return model_; }
+
+private:
+  model::CausalLM model_;
+  TrainConfig config_;
+  std::unique_ptr<Optimizer> optimizer_;
+};
+
+}  // namespace grpo::grpo
