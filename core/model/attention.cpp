@@ -53,8 +53,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const RopeTables& r
 
 torch::Tensor scaled_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, const AttentionMask& mask) {
-  const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), D = q.size(3);
-  const int64_t KVH = k.size(1), Tk = k.size(2), G = H / KVH;
+  [[maybe_unused]] const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), D = q.size(3);
+  [[maybe_unused]] const int64_t KVH = k.size(1), Tk = k.size(2), G = H / KVH;
 #if TORCH_VERSION_MAJOR >= 2
   // Fused kernel (flash / memory-efficient on CUDA, flash on CPU). k/v repeated per query head.
   auto kk = G == 1 ? k : k.unsqueeze(2).expand({B, KVH, G, Tk, D}).reshape({B, H, Tk, D});

@@ -9,6 +9,7 @@
 #include "core/model/causal_lm.h"
 #include "core/model/forward_bench.h"
 #include "core/model/inspect.h"
+#include "core/model/kv_cache.h"
 #include "core/model/peft_io.h"
 #include "core/model/rope.h"
 #include "core/model/weights.h"
@@ -207,6 +208,37 @@ private Q_SLOTS:
       }
       QVERIFY2(std::abs(inv[i].item<double>() - expect) <= 1e-6 * expect, qPrintable(QString::number(i)));
     }
+  }
+
+  void bf16ComputeTracksFp32() {
+    // The CUDA default (bf16 weights and activations, fp32 norms/softmax/logits) run on the CPU.
+    auto ref = load_reference(golden_model("qwen2-tied-bf16"));
+    auto m = from_pretrained(golden_model("qwen2-tied-bf16"), torch::kBFloat16);
+    QCOMPARE(m->model->embed_tokens->weight.scalar_type(), torch::kBFloat16);
+    auto logits = full_logits(m, ref.input_ids);
+    QCOMPARE(logits.scalar_type(), torch::kFloat32);
+    const double scale = ref.logits.abs().max().item<double>(), diff = max_abs_diff(logits, ref.logits);
+    qInfo("bf16 max abs diff %g (logits up to %g)", diff, scale);
+    QVERIFY(diff <= 0.03 * scale);
+    // And with a padded batch + KV cache (the sampler's path).
+    KVCache cache(m->config().num_hidden_layers);
+    ForwardArgs a;
+    a.cache = &cache;
+    a.attention_mask = torch::ones({1, ref.input_ids.size(1)}, torch::kInt64);
+    torch::NoGradGuard g;
+    auto step = m->forward(ref.input_ids, a);
+    QVERIFY(max_abs_diff(step, logits.unsqueeze(0)) <= 0.03 * scale);
+  }
+
+  void f16CheckpointLoads() {
+    auto m = from_pretrained(golden_model("llama-untied-f32"));
+    QTemporaryDir tmp;
+    save_pretrained(*m, tmp.path().toStdString(), torch::kFloat16);
+    auto f = io::SafetensorsFile::open(tmp.path().toStdString() + "/model.safetensors");
+    QCOMPARE(f.at("lm_head.weight").dtype, io::DType::F16);
+    auto back = from_pretrained(tmp.path().toStdString());
+    auto ids = load_reference(golden_model("llama-untied-f32")).input_ids;
+    QVERIFY(max_abs_diff(full_logits(back, ids), full_logits(m, ids)) <= 0.05);
   }
 
   void benchReportsThroughputAndMfu() {
