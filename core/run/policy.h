@@ -1,0 +1,38 @@
+// Policy: what every stage of a run shares about the model being trained: the base model with
+// its LoRA adapter, the tokenizer, how prompts become token ids (chat template or plain text),
+// and which token ids end a completion. Built from a TrainConfig.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/grpo/config.h"
+#include "core/model/causal_lm.h"
+#include "core/rollout/dataset.h"
+#include "core/rollout/sampler.h"
+#include "core/text/tokenizer.h"
+
+namespace grpo::run {
+
+model::LoraConfig lora_config_from(const grpo::TrainConfig& cfg);
+
+struct Policy {
+  std::string model_dir;
+  model::CausalLM model{nullptr};
+  std::shared_ptr<text::Tokenizer> tokenizer;
+  std::vector<int64_t> stop_token_ids;  // config + generation_config eos ids, the template's end token
+  bool chat = false;                    // prompts go through the chat template
+
+  // Prompt ids of an example, left-truncated to max_prompt_length tokens.
+  std::vector<int64_t> encode_prompt(const rollout::Example& ex, int64_t max_prompt_length) const;
+  std::string decode(const std::vector<int64_t>& ids, bool skip_special = true) const;
+  rollout::SamplingParams sampling_params(const grpo::TrainConfig& cfg, uint64_t seed) const;
+};
+
+// Loads model_name_or_path (weights, tokenizer) onto the default device and attaches a fresh
+// LoRA adapter configured by `cfg` (when with_lora).
+Policy load_policy(const grpo::TrainConfig& cfg, bool with_lora = true);
+
+}  // namespace grpo::run

@@ -1,0 +1,145 @@
+#include "core/run/run_dir.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <QCryptographicHash>
+#include <QFile>
+
+#include "core/common/error.h"
+#include "core/common/files.h"
+#include "core/common/strings.h"
+
+namespace fs = std::filesystem;
+
+namespace grpo::run {
+namespace {
+
+void make_dirs(const std::string& p) {
+  std::error_code ec;
+  fs::create_directories(p, ec);
+  if (ec) throw Error(p, "cannot create directory: " + ec.message());
+}
+
+std::string file_sha256(const std::string& path) {
+  QFile f(QString::fromStdString(path));
+  if (!f.open(QIODevice::ReadOnly)) throw Error(path, "cannot open for hashing");
+  QCryptographicHash h(QCryptographicHash::Sha256);
+  if (!h.addData(&f)) throw Error(path, "read failed while hashing");
+  return h.result().toHex().toStdString();
+}
+
+void fsync_dir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+RunDirectory::RunDirectory(std::string root) : root_(std::move(root)) {
+  check(!root_.empty(), "run directory", "no path given");
+  for (const char* sub : {"", "adapters", "checkpoints", "export"}) make_dirs(path(sub));
+}
+
+std::string RunDirectory::path(const std::string& relative) const {
+  return relative.empty() ? root_ : path_join(root_, relative);
+}
+
+void RunDirectory::write_config(const nlohmann::json& config) const {
+  write_file_atomic(path("config.json"), config.dump(2) + "\n");
+}
+
+void RunDirectory::append_jsonl(const std::string& file, const nlohmann::json& record) const {
+  const std::string p = path(file);
+  const std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(p, std::string("cannot open for append: ") + std::strerror(errno));
+  ssize_t n;
+  do {
+    n = ::write(fd, line.data(), line.size());
+  } while (n < 0 && errno == EINTR);
+  int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(line.size()))
+    throw Error(p, std::string("append failed: ") + (n < 0 ? std::strerror(err) : "short write"), "is the disk full?");
+}
+
+std::string RunDirectory::adapter_dir(int64_t version) const {
+  return path("adapters/policy-v" + std::to_string(version));
+}
+
+std::vector<int64_t> RunDirectory::adapter_versions() const {
+  std::vector<int64_t> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(path("adapters"), ec)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory() || !starts_with(name, "policy-v")) continue;
+    const std::string num = name.substr(8);
+    if (num.empty() || !std::all_of(num.begin(), num.end(), ::isdigit)) continue;
+    out.push_back(std::stoll(num));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string RunDirectory::publish_adapter(int64_t version, const std::function<void(const std::string&)>& write_files,
+                                          int64_t keep) {
+  const std::string final_dir = adapter_dir(version);
+  check(!fs::exists(final_dir), final_dir, "adapter version already published",
+        "adapter names are never reused; is another trainer writing to this run?");
+  const std::string tmp = path("adapters/.tmp-policy-v" + std::to_string(version) + "-" + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  make_dirs(tmp);
+  try {
+    write_files(tmp);
+    write_file_atomic(path_join(tmp, "SHA256SUMS"), sha256sums(tmp));
+    fsync_dir(tmp);
+    fs::rename(tmp, final_dir);
+    fsync_dir(path("adapters"));
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(tmp, ec);
+    throw Error(final_dir, std::string("publish failed: ") + e.code().message());
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  auto versions = adapter_versions();
+  for (size_t i = 0; keep > 0 && i + static_cast<size_t>(keep) < versions.size(); ++i)
+    fs::remove_all(adapter_dir(versions[i]), ec);
+  return final_dir;
+}
+
+std::string sha256sums(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename() != "SHA256SUMS") names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) out += file_sha256(path_join(dir, n)) + "  " + n + "\n";
+  return out;
+}
+
+std::vector<std::string> verify_sha256sums(const std::string& dir) {
+  std::vector<std::string> bad;
+  const std::string sums = path_join(dir, "SHA256SUMS");
+  if (!file_exists(sums)) return {"SHA256SUMS"};
+  for (const auto& line : split(read_file(sums), '\n')) {
+    if (line.empty()) continue;
+    const size_t sp = line.find("  ");
+    if (sp == std::string::npos) { bad.push_back(line); continue; }
+    const std::string name = line.substr(sp + 2);
+    const std::string p = path_join(dir, name);
+    if (!file_exists(p) || file_sha256(p) != line.substr(0, sp)) bad.push_back(name);
+  }
+  return bad;
+}
+
+}  // namespace grpo::run

@@ -1,0 +1,46 @@
+// RunDirectory: one run on disk (DESIGN.md, "One run on disk"): config.json, metrics.jsonl,
+// events.jsonl, samples.jsonl, adapters/policy-v<N>/ and checkpoints/. Every file is written
+// through atomic rename or as whole appended lines, so a reader never sees a half-written file.
+// Adapter versions are published by renaming a complete temporary directory (with SHA256SUMS)
+// into place; names are never reused, and only the newest `keep` versions are kept.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace grpo::run {
+
+class RunDirectory {
+public:
+  // Creates the directory layout if needed (mkdir -p); throws grpo::Error naming the path.
+  explicit RunDirectory(std::string root);
+
+  const std::string& root() const { return root_; }
+  std::string path(const std::string& relative) const;
+
+  void write_config(const nlohmann::json& config) const;  // config.json, atomically
+  // Appends one JSON object as one line (a single write(2) with O_APPEND).
+  void append_jsonl(const std::string& file, const nlohmann::json& record) const;
+
+  // Publishes adapters/policy-v<version>/: `write_files(tmp_dir)` fills a temporary directory,
+  // SHA256SUMS is added, and the directory is renamed into place. Returns its path and deletes
+  // versions older than the newest `keep`. Throws if the version already exists.
+  std::string publish_adapter(int64_t version, const std::function<void(const std::string&)>& write_files,
+                              int64_t keep);
+  std::vector<int64_t> adapter_versions() const;  // published versions, ascending
+  std::string adapter_dir(int64_t version) const;
+
+private:
+  std::string root_;
+};
+
+// "sha256  name" lines for every regular file of `dir` (sorted, as sha256sum writes them).
+std::string sha256sums(const std::string& dir);
+// Checks every line of dir/SHA256SUMS; returns the names that do not match (empty = intact).
+std::vector<std::string> verify_sha256sums(const std::string& dir);
+
+}  // namespace grpo::run
