@@ -54,7 +54,8 @@ struct ForwardArgs {
   torch::Tensor seq_ids;
   // Incremental decoding: the call's tokens are appended to the cache (see kv_cache.h).
   KVCache* cache = nullptr;
-  // Logits of the last position only: (B, 1, V).
+  // Logits of the last position only: (B, 1, V). With left padding that is every row's last
+  // real token.
   bool last_only = false;
 };
 

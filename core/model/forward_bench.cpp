@@ -33,7 +33,7 @@ io::ModelConfig bench_model_config(const std::string& size) {
   };
   if (size == "tiny") set(64, 2, 4, 2, 128, 300);
   else if (size == "25m") set(512, 8, 8, 4, 1408, 8192);      // 27.8M params (tied)
-  else if (size == "100m") set(768, 12, 12, 4, 2048, 32000);  // 108M params (tied)
+  else if (size == "100m") set(768, 12, 12, 4, 2048, 32000);  // 100.1M params (tied)
   else throw Error("bench", "unknown model size '" + size + "'", "known sizes: tiny, 25m, 100m");
   return c;
 }
@@ -122,7 +122,9 @@ nlohmann::json bench_forward(const ForwardBenchOptions& o) {
   auto prefill = [&] {
     model->eval();
     torch::InferenceMode guard;
-    sync(model->forward(ids, {.last_only = true}));
+    ForwardArgs args;
+    args.last_only = true;
+    sync(model->forward(ids, args));
   };
   // threads = 0 on a CPU: try LibTorch's default and one thread, keep the faster. On a machine
   // whose cores are shared with other work, OpenMP's barriers make the default far slower.

@@ -59,7 +59,8 @@ public:
   void set_lora_enabled(bool enabled);
   bool lora_enabled() const { return enabled_; }
 
-  // W += scaling * B A (no grad); forward then skips the adapter. unmerge() subtracts it again.
+  // W += scaling * B A (no grad); forward then skips the adapter. unmerge() subtracts it again
+  // (exact up to rounding in W's dtype: a bf16 base does not come back bit-identical).
   void merge();
   void unmerge();
   bool merged() const { return merged_; }

@@ -204,7 +204,9 @@ private Q_SLOTS:
     QCOMPARE(pos[0][5].item<int64_t>(), int64_t(0));
     QCOMPARE(pos[0][12].item<int64_t>(), int64_t(7));
     auto logits = m->forward(ids, a);  // (2, T, V)
-    auto single = m->forward(ids.narrow(0, 0, 1), ForwardArgs{.seq_ids = a.seq_ids.narrow(0, 0, 1)});  // (1, T, V)
+    ForwardArgs one;
+    one.seq_ids = a.seq_ids.narrow(0, 0, 1);
+    auto single = m->forward(ids.narrow(0, 0, 1), one);  // (1, T, V)
     for (int64_t r = 0; r < 2; ++r) {
       int64_t off = 0;
       for (const auto& s : seqs[size_t(r)]) {
