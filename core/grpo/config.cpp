@@ -38,6 +38,7 @@ const std::vector<Field>& fields() {
       {"train_file", &T::train_file},
       {"eval_file", &T::eval_file},
       {"task", &T::task, -kInf, kInf, false, false, {"", "arith"}},
+      {"task_difficulty", &T::task_difficulty, 1, 5},
       {"eval_fraction", &T::eval_fraction, 0, 1, false, true},
       {"eval_size", &T::eval_size, 0},
       {"output_dir", &T::output_dir},

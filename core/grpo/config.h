@@ -18,6 +18,7 @@ struct TrainConfig {
   std::string train_file;           // JSONL or CSV; empty with task = "arith" (built-in generator)
   std::string eval_file;
   std::string task;                 // "" or "arith" (the demo's generated arithmetic)
+  int64_t task_difficulty = 2;      // arith: 1 = one digit +-, 2 = two digits +-, ... 5
   double eval_fraction = 0.0;       // held-out split of train_file when eval_file is empty
   int64_t eval_size = 0;            // or a fixed number of held-out examples
   std::string output_dir;

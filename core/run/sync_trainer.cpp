@@ -39,7 +39,7 @@ double mean_std(const std::vector<double>& v, double* std_out) {
 rollout::DatasetSplit load_examples(const grpo::TrainConfig& cfg) {
   std::vector<rollout::Example> all;
   if (cfg.task == "arith") {
-    all = rollout::arith_examples(rollout::ArithOptions::difficulty(2, static_cast<uint64_t>(cfg.seed)), 20000);
+    all = rollout::arith_examples(rollout::ArithOptions::difficulty(static_cast<int>(cfg.task_difficulty), static_cast<uint64_t>(cfg.seed)), 20000);
   } else {
     all = rollout::load_dataset(cfg.train_file);
   }

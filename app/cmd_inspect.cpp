@@ -1,0 +1,73 @@
+// `grpo inspect model|logits|tokenize`.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "app/commands.h"
+#include "core/common/error.h"
+#include "core/common/strings.h"
+#include "core/model/inspect.h"
+#include "core/text/tokenize_command.h"
+
+namespace grpo::cli {
+
+std::vector<int64_t> parse_id_list(const std::string& text, const std::string& option) {
+  std::vector<int64_t> ids;
+  for (const auto& part : split(text, ',')) {
+    std::string t = trim(part);
+    if (t.empty()) continue;
+    try {
+      size_t used = 0;
+      ids.push_back(std::stoll(t, &used));
+      if (used != t.size()) throw std::invalid_argument(t);
+    } catch (const std::exception&) {
+      throw Error(option, "'" + t + "' is not an integer token id", "use e.g. " + option + " 1,2,3");
+    }
+  }
+  check(!ids.empty(), option, "no token ids given", "use e.g. " + option + " 1,2,3");
+  return ids;
+}
+
+void print_json_line(const std::string& json) { std::cout << json << std::endl; }
+
+void add_inspect_commands(CLI::App& app) {
+  auto* inspect = app.add_subcommand("inspect", "Inspect models, logits and tokenizers");
+  inspect->require_subcommand(1);
+
+  struct ModelArgs { std::string dir; bool json = false; };
+  auto m = std::make_shared<ModelArgs>();
+  auto* model = inspect->add_subcommand("model", "Architecture, sizes, parameter count and dtype of a model");
+  model->add_option("DIR", m->dir, "Hugging Face model directory")->required();
+  model->add_flag("--json", m->json, "Print JSON instead of text");
+  model->callback([m] {
+    auto info = model::inspect_model(m->dir);
+    if (m->json) print_json_line(info.dump());
+    else std::cout << model::format_model_summary(info);
+  });
+
+  struct LogitsArgs { std::string model, ids, adapter; bool last = false; };
+  auto l = std::make_shared<LogitsArgs>();
+  auto* logits = inspect->add_subcommand("logits", "Print fp32 logits of a token sequence as JSON");
+  logits->add_option("--model", l->model, "Hugging Face model directory")->required();
+  logits->add_option("--ids", l->ids, "Comma-separated token ids, e.g. 1,2,3")->required();
+  logits->add_option("--adapter", l->adapter, "PEFT LoRA adapter directory");
+  logits->add_flag("--last", l->last, "Only the last position's logits");
+  logits->callback([l] {
+    auto rows = model::compute_logits(l->model, parse_id_list(l->ids, "--ids"), l->adapter, l->last);
+    print_json_line(nlohmann::json{{"logits", rows}}.dump());
+  });
+
+  auto t = std::make_shared<text::TokenizeOptions>();
+  auto* tok = inspect->add_subcommand("tokenize", "Encode stdin lines to JSON id arrays (or --decode / --chat)");
+  tok->add_option("--tokenizer", t->tokenizer, "tokenizer.json or a directory holding it")->required();
+  tok->add_flag("--add-special", t->add_special, "Add special tokens as Tokenizer.encode does by default");
+  tok->add_flag("--decode", t->decode, "Read JSON id arrays, print the decoded text");
+  tok->add_flag("--skip-special", t->skip_special, "With --decode: drop special tokens");
+  tok->add_flag("--chat", t->chat, "Read a JSON messages array, print the chat-templated ids");
+  tok->callback([t] { text::run_tokenize(*t, std::cin, std::cout); });
+}
+
+}  // namespace grpo::cli

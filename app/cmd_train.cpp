@@ -1,0 +1,112 @@
+// `grpo train`: GRPO with LoRA from a config file (TRL key names) or on the embedded demo.
+// A progress bar on a terminal, plain lines otherwise; SIGINT/SIGTERM stop gracefully.
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <unistd.h>
+
+#include "app/commands.h"
+#include "core/common/error.h"
+#include "core/common/files.h"
+#include "core/grpo/config.h"
+#include "core/run/sync_trainer.h"
+
+namespace grpo::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+// The resources folder: $GRPO_RESOURCES, the installed share dir, or the source tree's.
+std::string resources_dir() {
+  if (const char* env = std::getenv("GRPO_RESOURCES")) return env;
+  if (is_directory(GRPO_INSTALLED_RESOURCES)) return GRPO_INSTALLED_RESOURCES;
+  return GRPO_SOURCE_RESOURCES;
+}
+
+std::string default_run_dir() {
+  char buf[64];
+  std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "runs/run-%Y%m%d-%H%M%S", std::localtime(&t));
+  return buf;
+}
+
+std::string format_duration(double s) {
+  char buf[32];
+  const int total = static_cast<int>(s + 0.5);
+  if (total >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", total / 3600, (total / 60) % 60);
+  else std::snprintf(buf, sizeof buf, "%dm%02ds", total / 60, total % 60);
+  return buf;
+}
+
+void print_progress(const run::StepReport& r, bool tty) {
+  auto get = [&](const char* k) { auto it = r.metrics.find(k); return it == r.metrics.end() ? 0.0 : it->second; };
+  const double eta = r.step > 0 ? r.elapsed_s / r.step * (r.max_steps - r.step) : 0;
+  const double tok_s = get("perf/step_s") > 0 ? get("num_tokens") / get("perf/step_s") : 0;
+  char line[256];
+  std::string acc = r.metrics.count("eval/accuracy") ? " eval_acc " + std::to_string(get("eval/accuracy")).substr(0, 5) : "";
+  if (tty) {
+    const int width = 24, filled = static_cast<int>(width * r.step / std::max<int64_t>(1, r.max_steps));
+    std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
+    std::snprintf(line, sizeof line, "\rstep %lld/%lld [%s] reward %.3f  %.0f tok/s  ETA %s%s   ",
+                  static_cast<long long>(r.step), static_cast<long long>(r.max_steps), bar.c_str(), get("reward"), tok_s,
+                  format_duration(eta).c_str(), acc.c_str());
+    std::cout << line << (r.step == r.max_steps ? "\n" : "") << std::flush;
+  } else {
+    std::snprintf(line, sizeof line, "step %lld/%lld reward %.4f loss %.4f %.0f tok/s elapsed %s ETA %s%s",
+                  static_cast<long long>(r.step), static_cast<long long>(r.max_steps), get("reward"), get("loss"), tok_s,
+                  format_duration(r.elapsed_s).c_str(), format_duration(eta).c_str(), acc.c_str());
+    std::cout << line << std::endl;
+  }
+}
+
+}  // namespace
+
+void add_train_commands(CLI::App& app) {
+  struct TrainArgs {
+    std::string config, output;
+    bool demo = false, sync = true;
+    int64_t steps = 0;
+  };
+  auto a = std::make_shared<TrainArgs>();
+  auto* train = app.add_subcommand("train", "Train a LoRA adapter with GRPO (TRL config keys)");
+  train->add_option("CONFIG", a->config, "Run config (.json, .yaml, .yml)");
+  train->add_flag("--demo", a->demo, "Train the embedded demo (tiny-arith model, arithmetic task)");
+  train->add_option("--steps", a->steps, "Override max_steps");
+  train->add_option("--output", a->output, "Run directory (default: runs/run-<date>-<time>)");
+  train->add_flag("--sync", a->sync, "Synchronous loop: generate, score, train, repeat");
+  train->callback([a] {
+    check(a->demo != !a->config.empty(), "grpo train", "give either a CONFIG file or --demo",
+          "e.g. grpo train --demo, or grpo train run.yaml");
+    grpo::TrainConfig cfg;
+    std::string source = a->config;
+    nlohmann::json j;
+    if (a->demo) {
+      source = path_join(resources_dir(), "presets/demo.yaml");
+      j = grpo::load_config_file(source);
+      j["model_name_or_path"] = path_join(resources_dir(), j.value("model_name_or_path", std::string()));
+    } else {
+      j = grpo::load_config_file(source);
+    }
+    cfg.apply(j, source);
+    if (a->steps > 0) cfg.apply({{"max_steps", a->steps}}, "--steps");
+    if (!a->output.empty()) cfg.output_dir = a->output;
+    if (cfg.output_dir.empty()) cfg.output_dir = default_run_dir();
+    cfg.validate(source);
+
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    const bool tty = ::isatty(STDOUT_FILENO);
+    std::cout << "run directory: " << cfg.output_dir << std::endl;
+    run::SyncTrainer trainer(cfg, cfg.output_dir);
+    const std::string adapter = trainer.run([tty](const run::StepReport& r) { print_progress(r, tty); }, &g_stop);
+    std::cout << (g_stop ? "stopped; " : "done; ") << "final adapter: " << adapter << std::endl;
+  });
+}
+
+}  // namespace grpo::cli

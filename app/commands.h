@@ -1,0 +1,23 @@
+// The `grpo` subcommands. Each add_*_commands() declares its options on the CLI11 app and sets
+// a callback that calls into core/; errors propagate as grpo::Error to main().
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI { class App; }
+
+namespace grpo::cli {
+
+void add_inspect_commands(CLI::App& app);
+void add_bench_commands(CLI::App& app);
+#ifdef GRPO_WITH_RUN
+void add_train_commands(CLI::App& app);
+#endif
+
+// "1,2,3" -> {1, 2, 3}; errors name the option.
+std::vector<int64_t> parse_id_list(const std::string& text, const std::string& option);
+// Prints a JSON document as the last line of output (what scripts read).
+void print_json_line(const std::string& json);
+
+}  // namespace grpo::cli
