@@ -4,7 +4,9 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "core/grpo/grpo_step_bench.h"
 #include "core/model/forward_bench.h"
+#include "core/rollout/generate_bench.h"
 #include "core/text/tokenizer_bench.h"
 
 namespace grpo::cli {
@@ -32,6 +34,43 @@ void add_bench_commands(CLI::App& app) {
   fwd->add_option("--device", f->device, "cpu or cuda");
   fwd->add_option("--dtype", f->dtype, "float32 or bfloat16 (default: fp32 on CPU, bf16 on CUDA)");
   fwd->callback([f] { print_json_line(model::bench_forward(*f).dump()); });
+
+  auto g = std::make_shared<rollout::GenerateBenchOptions>();
+  auto* gen = bench->add_subcommand("generate", "Sampler tokens/s for G samples per prompt, with and without prefix sharing");
+  gen->add_option("--model", g->model_dir, "Hugging Face model directory");
+  gen->add_option("--size", g->size, "Generated model size instead of --model (tiny, 25m, 100m)");
+  gen->add_option("--prompts", g->prompts, "Prompts (P)");
+  gen->add_option("--group", g->group, "Samples per prompt (G)");
+  gen->add_option("--prompt-min", g->prompt_min, "Shortest prompt (tokens)");
+  gen->add_option("--prompt-max", g->prompt_max, "Longest prompt (tokens)");
+  gen->add_option("--max-tokens", g->max_tokens, "New tokens per completion (no stop tokens)");
+  gen->add_option("--temperature", g->temperature, "Sampling temperature");
+  gen->add_option("--threads", g->threads, "Intra-op threads (0 = LibTorch's default)");
+  gen->add_option("--iters", g->iters, "Timed repeats per mode (median reported)");
+  gen->callback([g] { print_json_line(rollout::bench_generate(*g).dump()); });
+
+  auto s = std::make_shared<::grpo::grpo::GrpoStepBenchOptions>();
+  auto* step = bench->add_subcommand("grpo-step", "One GRPO optimizer step: our trainer vs PyTorch eager (TRL's math), checked");
+  step->add_option("--model", s->model_dir, "Hugging Face model directory");
+  step->add_option("--size", s->size, "Generated model size instead of --model (tiny, 25m, 100m)");
+  step->add_option("--prompts", s->prompts, "Prompts per step");
+  step->add_option("--group", s->group, "Samples per prompt (G)");
+  step->add_option("--prompt-min", s->prompt_min, "Shortest prompt (tokens)");
+  step->add_option("--prompt-max", s->prompt_max, "Longest prompt (tokens)");
+  step->add_option("--completion-min", s->completion_min, "Shortest completion (tokens)");
+  step->add_option("--completion-max", s->completion_max, "Longest completion (tokens)");
+  step->add_option("--token-budget", s->token_budget, "Our packed-row token budget (0 = fixed-count micro-batches)");
+  step->add_option("--per-device-train-batch-size", s->per_device_train_batch_size, "Python micro-batch size (samples)");
+  step->add_option("--lora-r", s->lora_r, "LoRA rank (all-linear)");
+  step->add_option("--lora-alpha", s->lora_alpha, "LoRA alpha");
+  step->add_option("--learning-rate", s->learning_rate, "AdamW learning rate");
+  step->add_option("--temperature", s->temperature, "Temperature of the log-probs");
+  step->add_option("--threads", s->threads, "Intra-op threads for both sides (0 = LibTorch's default)");
+  step->add_option("--iters", s->iters, "Timed steps after the checked warm-up step (median reported)");
+  step->add_option("--python", s->python, "Python interpreter with torch");
+  step->add_option("--script", s->script, "The baseline script (tests/bench/grpo_step_baseline.py)");
+  step->add_flag("--keep-files", s->keep_files, "Keep the temporary model/batch folder");
+  step->callback([s] { print_json_line(::grpo::grpo::bench_grpo_step(*s).dump()); });
 }
 
 }  // namespace grpo::cli
