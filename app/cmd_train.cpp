@@ -5,7 +5,9 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <chrono>
 #include <ctime>
+#include <thread>
 #include <iostream>
 #include <memory>
 #include <unistd.h>
@@ -14,13 +16,17 @@
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/grpo/config.h"
+#include "core/run/engine.h"
+#include "core/run/run_status.h"
 #include "core/run/sync_trainer.h"
 
 namespace grpo::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_pause_toggle{false};
 void on_signal(int) { g_stop = true; }
+void on_usr1(int) { g_pause_toggle = true; }
 
 // The resources folder: $GRPO_RESOURCES, the installed share dir, or the source tree's.
 std::string resources_dir() {
@@ -63,26 +69,32 @@ void print_progress(const run::StepReport& r, bool tty) {
                   format_duration(r.elapsed_s).c_str(), format_duration(eta).c_str(), acc.c_str());
     std::cout << line << std::endl;
   }
+  if (!r.verdict.empty() && !tty && r.step % 10 == 0) std::cout << "  " << r.verdict << ": " << r.advice << std::endl;
 }
 
 }  // namespace
 
 void add_train_commands(CLI::App& app) {
   struct TrainArgs {
-    std::string config, output;
-    bool demo = false, sync = true;
+    std::string config, output, resume;
+    bool demo = false, sync = false;
     int64_t steps = 0;
+    int generators = 1;
   };
   auto a = std::make_shared<TrainArgs>();
-  auto* train = app.add_subcommand("train", "Train a LoRA adapter with GRPO (TRL config keys)");
+  auto* train = app.add_subcommand("train", "Train a LoRA adapter with asynchronous GRPO (TRL config keys)");
   train->add_option("CONFIG", a->config, "Run config (.json, .yaml, .yml)");
   train->add_flag("--demo", a->demo, "Train the embedded demo (tiny-arith model, arithmetic task)");
   train->add_option("--steps", a->steps, "Override max_steps");
   train->add_option("--output", a->output, "Run directory (default: runs/run-<date>-<time>)");
-  train->add_flag("--sync", a->sync, "Synchronous loop: generate, score, train, repeat");
+  train->add_option("--resume", a->resume, "Continue the run in RUN_DIR from its newest intact checkpoint");
+  train->add_option("--generators", a->generators, "In-process generator threads (async engine)");
+  train->add_flag("--sync", a->sync, "Synchronous loop (generate, score, train, repeat) instead of the async engine");
+  train->footer("Signals: SIGINT/SIGTERM stop gracefully (final checkpoint and adapter); SIGUSR1 pauses/resumes.");
   train->callback([a] {
-    check(a->demo != !a->config.empty(), "grpo train", "give either a CONFIG file or --demo",
-          "e.g. grpo train --demo, or grpo train run.yaml");
+    const int sources = (a->demo ? 1 : 0) + (a->config.empty() ? 0 : 1) + (a->resume.empty() ? 0 : 1);
+    check(sources == 1, "grpo train", "give exactly one of CONFIG, --demo or --resume RUN_DIR",
+          "e.g. grpo train --demo, grpo train run.yaml, grpo train --resume runs/run-1");
     grpo::TrainConfig cfg;
     std::string source = a->config;
     nlohmann::json j;
@@ -90,6 +102,10 @@ void add_train_commands(CLI::App& app) {
       source = path_join(resources_dir(), "presets/demo.yaml");
       j = grpo::load_config_file(source);
       j["model_name_or_path"] = path_join(resources_dir(), j.value("model_name_or_path", std::string()));
+    } else if (!a->resume.empty()) {
+      source = path_join(a->resume, "config.json");
+      j = grpo::load_config_file(source);
+      j["output_dir"] = a->resume;
     } else {
       j = grpo::load_config_file(source);
     }
@@ -101,11 +117,56 @@ void add_train_commands(CLI::App& app) {
 
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    std::signal(SIGUSR1, on_usr1);
     const bool tty = ::isatty(STDOUT_FILENO);
     std::cout << "run directory: " << cfg.output_dir << std::endl;
-    run::SyncTrainer trainer(cfg, cfg.output_dir);
-    const std::string adapter = trainer.run([tty](const run::StepReport& r) { print_progress(r, tty); }, &g_stop);
+    std::string adapter;
+    if (a->sync) {
+      check(a->resume.empty(), "--resume", "resuming needs the async engine", "drop --sync");
+      run::SyncTrainer trainer(cfg, cfg.output_dir);
+      adapter = trainer.run([tty](const run::StepReport& r) { print_progress(r, tty); }, &g_stop);
+    } else {
+      run::EngineOptions eo;
+      eo.local_generators = a->generators;
+      eo.resume = !a->resume.empty();
+      run::Engine engine(cfg, cfg.output_dir, eo);
+      // Signals only set flags; a watcher thread turns them into engine commands.
+      std::atomic<bool> done{false};
+      std::thread watcher([&] {
+        bool paused = false;
+        while (!done.load()) {
+          if (g_stop.exchange(false)) engine.stop();
+          if (g_pause_toggle.exchange(false)) {
+            paused = !paused;
+            if (paused) engine.pause(); else engine.resume();
+            std::cerr << (paused ? "paused (SIGUSR1 to resume)" : "resumed") << std::endl;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      });
+      try {
+        adapter = engine.run([tty](const run::StepReport& r) { print_progress(r, tty); });
+      } catch (...) {
+        done = true;
+        watcher.join();
+        throw;
+      }
+      done = true;
+      watcher.join();
+      if (engine.step() < cfg.max_steps) g_stop = true;
+    }
     std::cout << (g_stop ? "stopped; " : "done; ") << "final adapter: " << adapter << std::endl;
+  });
+
+  auto status_dir = std::make_shared<std::string>();
+  auto status_json = std::make_shared<bool>(false);
+  auto* status = app.add_subcommand("status", "A run's state: step, policy version, last metrics, paused or not");
+  status->add_option("RUN_DIR", *status_dir, "Run directory")->required();
+  status->add_flag("--json", *status_json, "Print JSON");
+  status->callback([status_dir, status_json] {
+    auto st = run::read_run_status(*status_dir);
+    if (*status_json) print_json_line(st.dump());
+    else std::cout << run::format_run_status(st);
   });
 }
 

@@ -129,6 +129,36 @@ void save_adapter(const CausalLMImpl& model, const std::string& dir, const std::
   write_file_atomic(path_join(dir, kAdapterConfigName), adapter_config_json(cfg, name).dump(2) + "\n");
 }
 
+namespace {
+
+// Copies every LoRA tensor of `file` into the model's attached adapter (names and shapes checked).
+void copy_adapter_tensors(CausalLMImpl& model, const io::SafetensorsFile& file, const std::string& hint) {
+  auto params = model.named_lora_parameters();
+  std::set<std::string> expected;
+  for (const auto& item : params) expected.insert(kPeftKeyPrefix + item.key());
+  for (const auto& info : file.tensors())
+    if (!expected.count(info.name)) {
+      std::vector<std::string> names(expected.begin(), expected.end());
+      auto near = nearest_name(info.name, names);
+      throw Error(file.path(), "unexpected tensor " + info.name + " (no such LoRA target in the base model)",
+                  near.empty() ? hint : hint + " (closest expected name: " + near + ")");
+    }
+  torch::NoGradGuard no_grad;
+  for (auto& item : params) {
+    const auto name = kPeftKeyPrefix + item.key();
+    const auto* info = file.find(name);
+    if (!info) throw Error(file.path(), "missing tensor " + name + " (target_modules says it is adapted)", hint);
+    if (info->shape != item.value().sizes().vec())
+      throw Error(file.path(),
+                  "tensor " + name + ": shape " + shape_string(info->shape) + ", expected " +
+                      shape_string(item.value().sizes()),
+                  hint);
+    item.value().copy_(read_tensor(file, *info));
+  }
+}
+
+}  // namespace
+
 void load_adapter(CausalLMImpl& model, const std::string& dir) {
   const std::string hint = "adapter trained for another base model?";
   auto cfg = read_adapter_config(dir);
@@ -143,34 +173,25 @@ void load_adapter(CausalLMImpl& model, const std::string& dir) {
           "only lora_A/lora_B weights are supported (no biases, DoRA magnitudes or modules_to_save)");
   }
   model.add_lora(cfg);
-  auto params = model.named_lora_parameters();
-  std::set<std::string> expected;
-  for (const auto& item : params) expected.insert(kPeftKeyPrefix + item.key());
   try {
-    for (const auto& info : file.tensors())
-      if (!expected.count(info.name)) {
-        std::vector<std::string> names(expected.begin(), expected.end());
-        auto near = nearest_name(info.name, names);
-        throw Error(file.path(), "unexpected tensor " + info.name + " (no such LoRA target in the base model)",
-                    near.empty() ? hint : hint + " (closest expected name: " + near + ")");
-      }
-    torch::NoGradGuard no_grad;
-    for (auto& item : params) {
-      const auto name = kPeftKeyPrefix + item.key();
-      const auto* info = file.find(name);
-      if (!info)
-        throw Error(file.path(), "missing tensor " + name + " (target_modules says it is adapted)", hint);
-      if (info->shape != item.value().sizes().vec())
-        throw Error(file.path(),
-                    "tensor " + name + ": shape " + shape_string(info->shape) + ", expected " +
-                        shape_string(item.value().sizes()),
-                    hint);
-      item.value().copy_(read_tensor(file, *info));
-    }
+    copy_adapter_tensors(model, file, hint);
   } catch (...) {
     model.remove_lora();
     throw;
   }
+}
+
+void load_adapter_weights(CausalLMImpl& model, const std::string& dir) {
+  check(model.has_lora(), dir, "the model has no adapter to load weights into");
+  auto cfg = read_adapter_config(dir);
+  const auto& mine = model.lora_config();
+  check(cfg.r == mine.r && cfg.resolved_targets() == mine.resolved_targets() && cfg.scaling() == mine.scaling(),
+        path_join(dir, kAdapterConfigName),
+        "r, lora_alpha or target_modules differ from the attached adapter (r " + std::to_string(cfg.r) + " vs " +
+            std::to_string(mine.r) + ")",
+        "was this checkpoint written by another run?");
+  auto file = io::SafetensorsFile::open(path_join(dir, kAdapterWeightsName));
+  copy_adapter_tensors(model, file, "adapter trained for another base model?");
 }
 
 }  // namespace grpo::model

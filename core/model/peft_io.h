@@ -33,5 +33,9 @@ void save_adapter(const CausalLMImpl& model, const std::string& dir,
 // Attaches the adapter in `dir` to `model` (replacing any) and loads its weights. Names and
 // shapes are checked against the base model; errors say what does not fit.
 void load_adapter(CausalLMImpl& model, const std::string& dir);
+// Copies the adapter weights in `dir` into the model's attached adapter in place: the parameter
+// tensors keep their identity, so an optimizer holding them stays valid (checkpoint resume) and
+// a generator swaps versions without reallocating. The configs must match.
+void load_adapter_weights(CausalLMImpl& model, const std::string& dir);
 
 }  // namespace grpo::model

@@ -68,26 +68,33 @@ SyncTrainer::SyncTrainer(grpo::TrainConfig cfg, const std::string& run_dir)
 
 SyncTrainer::~SyncTrainer() = default;
 
-double SyncTrainer::evaluate(int64_t limit) {
-  const auto& eval = data_.eval;
-  if (eval.empty()) return NAN;
-  const size_t n = limit > 0 ? std::min<size_t>(eval.size(), static_cast<size_t>(limit)) : eval.size();
-  auto params = policy_.sampling_params(cfg_, 0);
+double greedy_accuracy(Policy& policy, rollout::RewardSet& rewards, const std::vector<rollout::Example>& examples,
+                       const grpo::TrainConfig& cfg, size_t limit, std::mutex* rewards_mutex) {
+  const size_t n = limit > 0 ? std::min(examples.size(), limit) : examples.size();
+  rollout::Sampler sampler(policy.model, policy.tokenizer.get());
+  auto params = policy.sampling_params(cfg, 0);
   params.temperature = 0.0;  // greedy
   double correct = 0, scored = 0;
   const size_t chunk = 64;
   for (size_t s = 0; s < n; s += chunk) {
+    const size_t e = std::min(n, s + chunk);
     std::vector<std::vector<int64_t>> prompts;
+    for (size_t i = s; i < e; ++i) prompts.push_back(policy.encode_prompt(examples[i], cfg.max_prompt_length));
+    auto out = sampler.generate(prompts, 1, params);
     std::vector<rollout::RewardInput> inputs;
-    for (size_t i = s; i < std::min(n, s + chunk); ++i) prompts.push_back(policy_.encode_prompt(eval[i], cfg_.max_prompt_length));
-    auto out = sampler_->generate(prompts, 1, params);
-    for (size_t i = s; i < std::min(n, s + chunk); ++i)
-      inputs.push_back({eval[i].prompt_text, policy_.decode(out[i - s][0].token_ids), eval[i].answer, eval[i].metadata});
-    auto scores = rewards_.score(inputs);
+    for (size_t i = s; i < e; ++i)
+      inputs.push_back({examples[i].prompt_text, policy.decode(out[i - s][0].token_ids), examples[i].answer, examples[i].metadata});
+    std::unique_lock<std::mutex> lock;
+    if (rewards_mutex) lock = std::unique_lock<std::mutex>(*rewards_mutex);
+    auto scores = rewards.score(inputs);
     for (double v : scores.per_function[0])
       if (!std::isnan(v)) { correct += v; scored += 1; }
   }
   return scored > 0 ? correct / scored : NAN;
+}
+
+double SyncTrainer::evaluate(int64_t limit) {
+  return greedy_accuracy(policy_, rewards_, data_.eval, cfg_, static_cast<size_t>(std::max<int64_t>(0, limit)));
 }
 
 std::map<std::string, double> SyncTrainer::one_step(int64_t step) {
@@ -195,7 +202,8 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
       unpublished = false;
       metrics["perf/weight_sync_s"] = since(t_sync);
     }
-    if (cfg_.eval_steps > 0 && (step % cfg_.eval_steps == 0 || step == cfg_.max_steps)) metrics["eval/accuracy"] = evaluate();
+    if (cfg_.eval_steps > 0 && !data_.eval.empty() && (step % cfg_.eval_steps == 0 || step == cfg_.max_steps))
+      metrics["eval/accuracy"] = evaluate(cfg_.eval_size);
     const auto now = std::chrono::steady_clock::now();
     metrics["perf/step_s"] = std::chrono::duration<double>(now - last_end).count();
     last_end = now;
@@ -203,7 +211,7 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
     nlohmann::json rec = {{"step", step}, {"time", now_s()}, {"policy_version", version_}};
     for (const auto& [k, v] : metrics) rec[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
     dir_.append_jsonl("metrics.jsonl", rec);
-    if (on_step) on_step({step, cfg_.max_steps, since(t_start), metrics});
+    if (on_step) on_step({step, cfg_.max_steps, since(t_start), version_, metrics, "", ""});
   }
   // The final weights are always a published version, and a copy stays in <run>/adapter.
   if (unpublished || version_ == 0) publish(++version_);

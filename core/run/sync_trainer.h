@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -15,21 +16,21 @@
 #include "core/grpo/trainer.h"
 #include "core/rollout/dataset_sampler.h"
 #include "core/rollout/reward.h"
+#include "core/run/engine_types.h"
 #include "core/run/policy.h"
 #include "core/run/run_dir.h"
 
 namespace grpo::run {
 
-struct StepReport {
-  int64_t step = 0;
-  int64_t max_steps = 0;
-  double elapsed_s = 0;
-  std::map<std::string, double> metrics;
-};
-
 // The training and eval examples of a config: train_file (+ eval_file or a held-out split), or
 // the built-in arithmetic task.
 rollout::DatasetSplit load_examples(const grpo::TrainConfig& cfg);
+
+// Greedy (temperature 0) accuracy on up to `limit` examples (0 = all): the mean of the first
+// reward function over the samples it could score; NaN when none. `rewards_mutex`, when given,
+// is held while scoring (the async engine's scorer shares the RewardSet).
+double greedy_accuracy(Policy& policy, rollout::RewardSet& rewards, const std::vector<rollout::Example>& examples,
+                       const grpo::TrainConfig& cfg, size_t limit, std::mutex* rewards_mutex = nullptr);
 
 class SyncTrainer {
 public:

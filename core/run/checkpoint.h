@@ -1,0 +1,49 @@
+// Checkpoints of a run: checkpoints/step-<S>/ holds the adapter (PEFT layout), the AdamW moments
+// and step count (optimizer.pt), and state.json (step, policy version, dataset cursor, metrics
+// position, RNG seed state, the resolved config), with SHA256SUMS over all of it. Written into a
+// temporary directory and renamed into place; the newest few are kept. Loading picks the newest
+// checkpoint whose files all match SHA256SUMS and falls back to older ones with a warning.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/run/run_dir.h"
+
+namespace grpo::model { class CausalLMImpl; }
+namespace grpo::grpo { class Optimizer; }
+
+namespace grpo::run {
+
+struct CheckpointState {
+  int64_t step = 0;
+  int64_t policy_version = 0;
+  nlohmann::json data_cursor;     // rollout::DataCursor::to_json()
+  int64_t next_group_id = 0;
+  nlohmann::json config;          // the resolved TrainConfig at save time (retunes included)
+  nlohmann::json to_json() const;
+  static CheckpointState from_json(const nlohmann::json& j, const std::string& context);
+};
+
+// Saves checkpoints/step-<state.step>; keeps the newest `keep`. Returns the directory.
+std::string save_checkpoint(RunDirectory& dir, const model::CausalLMImpl& model, const grpo::Optimizer& optimizer,
+                            const CheckpointState& state, int64_t keep = 3);
+
+struct LoadedCheckpoint {
+  std::string dir;
+  CheckpointState state;
+  std::vector<std::string> skipped;  // newer checkpoints that were torn or corrupt, with why
+};
+// The newest intact checkpoint of `run_dir`, or nullopt if none.
+std::optional<LoadedCheckpoint> find_latest_checkpoint(const std::string& run_dir);
+// Loads the adapter and optimizer state of `ckpt` into the model/optimizer.
+void restore_checkpoint(const LoadedCheckpoint& ckpt, model::CausalLMImpl& model, grpo::Optimizer& optimizer);
+
+// Keeps only the metrics.jsonl lines with "step" <= step (atomic rewrite); returns lines kept.
+int64_t truncate_metrics(const std::string& run_dir, int64_t step);
+
+}  // namespace grpo::run

@@ -1,0 +1,505 @@
+#include "core/run/engine.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "core/common/error.h"
+#include "core/common/log.h"
+#include "core/grpo/advantages.h"
+#include "core/model/peft_io.h"
+#include "core/run/checkpoint.h"
+#include "core/run/local_generator.h"
+#include "core/run/sync_trainer.h"
+
+namespace grpo::run {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+const char* to_string(EngineState s) {
+  switch (s) {
+    case EngineState::Idle: return "idle";
+    case EngineState::Running: return "running";
+    case EngineState::Paused: return "paused";
+    case EngineState::Stopping: return "stopping";
+    case EngineState::Finished: return "finished";
+    case EngineState::Failed: return "failed";
+  }
+  return "?";
+}
+
+// One prompt's group on its way through the pipeline.
+struct Engine::Group {
+  int64_t group_id = 0;
+  rollout::Example example;
+  std::vector<int64_t> prompt_ids;
+  RolloutResult result;
+  Clock::time_point created, generated, enqueued;
+  std::vector<std::string> texts;
+  std::vector<double> rewards, advantages;
+  std::vector<std::vector<double>> per_function;  // [F][G]
+  std::vector<std::string> function_names;
+};
+
+Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions options)
+    : cfg_(std::move(cfg)), opts_(std::move(options)), dir_(run_dir), policy_(load_policy(cfg_)) {
+  torch::manual_seed(static_cast<uint64_t>(cfg_.seed));
+  trainer_ = std::make_unique<grpo::GrpoTrainer>(policy_.model, cfg_);
+  data_ = load_examples(cfg_);
+  check(!data_.train.empty(), "dataset", "no training examples");
+  stream_ = std::make_unique<rollout::DatasetStream>(data_.train, static_cast<uint64_t>(cfg_.seed));
+  rewards_ = rollout::RewardSet::from_json(cfg_.reward_funcs, cfg_.reward_weights);
+  if (opts_.resume) restore_from_checkpoint();
+  shared_cfg_ = cfg_;
+  const int64_t G = cfg_.num_generations;
+  score_queue_ = std::make_unique<BoundedQueue<std::shared_ptr<Group>>>(
+      static_cast<size_t>(std::max<int64_t>(2, cfg_.prompts_per_step)));
+  rollout_queue_ = std::make_unique<BoundedQueue<std::shared_ptr<Group>>>(
+      static_cast<size_t>(std::max<int64_t>(1, (cfg_.queue_maxsize + G - 1) / G)));
+  nlohmann::json resolved = cfg_.to_json();
+  resolved["output_dir"] = run_dir;
+  dir_.write_config(resolved);
+  for (int i = 0; i < opts_.local_generators; ++i)
+    add_source(std::make_unique<LocalGenerator>(policy_, "local-" + std::to_string(i), version_.load()));
+}
+
+Engine::~Engine() {
+  stop();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+}
+
+void Engine::add_source(std::unique_ptr<RolloutSource> source) {
+  check(state_.load() == EngineState::Idle, "engine", "sources must be added before run()");
+  if (version_.load() > 0) source->on_version_published(version_.load(), dir_.adapter_dir(version_.load()));
+  sources_.push_back(std::move(source));
+}
+
+void Engine::event(nlohmann::json e) {
+  e["time"] = wall_now();
+  e["step"] = step_.load();
+  try {
+    dir_.append_jsonl("events.jsonl", e);
+  } catch (const Error& err) {
+    log_error(err.what());
+  }
+}
+
+// ---------------------------------------------------------------- control
+
+void Engine::pause() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (paused_) return;
+  paused_ = true;
+  control_cv_.notify_all();
+}
+
+void Engine::resume() {
+  std::lock_guard<std::mutex> lock(mu_);
+  paused_ = false;
+  control_cv_.notify_all();
+}
+
+void Engine::stop() {
+  stopping_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    control_cv_.notify_all();
+    inflight_cv_.notify_all();
+  }
+  if (score_queue_) score_queue_->close();
+  if (rollout_queue_) rollout_queue_->close();
+}
+
+std::string Engine::retune(const nlohmann::json& changes) {
+  if (!changes.is_object() || changes.empty()) return "a retune is a non-empty object of settings";
+  for (const auto& [key, value] : changes.items())
+    if (!grpo::is_retunable(key)) {
+      auto known = grpo::config_keys();
+      bool exists = std::find(known.begin(), known.end(), key) != known.end();
+      return exists ? "key \"" + key + "\" cannot change on a live run" : "unknown key \"" + key + "\"";
+    }
+  std::lock_guard<std::mutex> lock(mu_);
+  grpo::TrainConfig probe = shared_cfg_;
+  try {
+    nlohmann::json merged = pending_retune_;
+    merged.update(changes);
+    probe.apply(merged, "retune");
+    probe.validate("retune");
+    check(probe.reward_weights.empty() || probe.reward_weights.size() == rewards_.size(), "retune",
+          "reward_weights needs " + std::to_string(rewards_.size()) + " values");
+    pending_retune_ = merged;
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void Engine::apply_pending_retunes(int64_t step) {
+  nlohmann::json changes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_retune_.empty()) return;
+    changes = std::exchange(pending_retune_, nlohmann::json::object());
+    nlohmann::json old_values = nlohmann::json::object();
+    const auto before = cfg_.to_json();
+    for (const auto& [k, v] : changes.items()) old_values[k] = before.at(k);
+    cfg_.apply(changes, "retune");
+    shared_cfg_ = cfg_;
+    if (changes.contains("reward_weights")) {
+      std::lock_guard<std::mutex> rlock(rewards_mu_);
+      rewards_.set_weights(cfg_.reward_weights);
+    }
+    trainer_->retune(cfg_);
+    inflight_cv_.notify_all();  // max_inflight_tasks may have grown
+    event({{"event", "retune"}, {"applied_at_step", step}, {"old", old_values}, {"new", changes}});
+  }
+}
+
+// Blocks while paused; returns false when stopping.
+bool Engine::wait_while_paused_or_stopping() {
+  std::unique_lock<std::mutex> lock(mu_);
+  control_cv_.wait(lock, [&] { return !paused_ || stopping_.load(); });
+  return !stopping_.load();
+}
+
+// ---------------------------------------------------------------- producers and scorer
+
+void Engine::producer_loop(RolloutSource* source) {
+  const int64_t G = cfg_.num_generations;
+  while (!stopping_.load()) {
+    if (!wait_while_paused_or_stopping()) break;
+    std::vector<std::shared_ptr<Group>> groups;
+    rollout::SamplingParams params;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      const int64_t limit = std::max<int64_t>(G, shared_cfg_.resolved_max_inflight_tasks());
+      const int64_t k = std::max<int64_t>(1, std::min<int64_t>(shared_cfg_.prompts_per_step, limit / G));
+      inflight_cv_.wait(lock, [&] { return stopping_.load() || paused_ || inflight_samples_ + k * G <= limit; });
+      if (stopping_.load() || paused_) continue;
+      inflight_samples_ += k * G;
+      params = policy_.sampling_params(shared_cfg_, 0);
+      for (int64_t i = 0; i < k; ++i) {
+        auto g = std::make_shared<Group>();
+        g->group_id = next_group_id_++;
+        g->example = stream_->next();
+        g->created = Clock::now();
+        groups.push_back(std::move(g));
+      }
+    }
+    std::vector<RolloutRequest> requests;
+    for (auto& g : groups) {
+      g->prompt_ids = policy_.encode_prompt(g->example, cfg_.max_prompt_length);
+      requests.push_back({g->group_id, static_cast<uint64_t>(g->example.index), g->prompt_ids, G});
+    }
+    // Each group's RNG stream depends on the seed and its group id only: reproducible anywhere.
+    params.seed = static_cast<uint64_t>(cfg_.seed) * 1000003ULL + static_cast<uint64_t>(groups.front()->group_id);
+    std::vector<RolloutResult> results;
+    try {
+      if (opts_.before_generate) opts_.before_generate(source->name());
+      results = source->generate(requests, params);
+    } catch (const std::exception& e) {
+      event({{"event", "error"}, {"source", source->name()}, {"message", e.what()}});
+      log_warn(source->name() + ": " + e.what());
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      inflight_samples_ -= static_cast<int64_t>(groups.size()) * G;
+      inflight_cv_.notify_all();
+    }
+    if (results.size() != groups.size()) continue;  // failed: these prompts are skipped, not retried
+    for (size_t i = 0; i < groups.size(); ++i) {
+      groups[i]->result = std::move(results[i]);
+      groups[i]->generated = Clock::now();
+      double blocked = 0;
+      if (!score_queue_->push(groups[i], &blocked)) return;  // closed: stopping
+      std::lock_guard<std::mutex> lock(mu_);
+      score_block_s_ += blocked;
+      rollout_metrics_.add("rollout/score_block_s", blocked);
+      rollout_metrics_.add("rollout/duration_s", groups[i]->result.duration_s);
+    }
+  }
+}
+
+void Engine::scorer_loop() {
+  const int64_t G = cfg_.num_generations;
+  while (true) {
+    auto item = score_queue_->pop_for(std::chrono::milliseconds(100));
+    if (!item) {
+      if (stopping_.load()) return;
+      continue;
+    }
+    auto g = *item;
+    const double wait = since(g->generated);
+    const auto t0 = Clock::now();
+    std::vector<rollout::RewardInput> inputs;
+    for (const auto& c : g->result.completions) {
+      g->texts.push_back(policy_.decode(c.token_ids));
+      inputs.push_back({g->example.prompt_text, g->texts.back(), g->example.answer, g->example.metadata});
+    }
+    grpo::ScaleRewards scale;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      scale = grpo::parse_scale_rewards(shared_cfg_.scale_rewards, "scale_rewards");
+    }
+    rollout::RewardScores scores;
+    {
+      std::lock_guard<std::mutex> lock(rewards_mu_);  // reward weights may be retuned
+      scores = rewards_.score(inputs);
+    }
+    const int64_t F = static_cast<int64_t>(scores.per_function.size());
+    auto per_func = torch::empty({F, G}, torch::kFloat64);
+    for (int64_t f = 0; f < F; ++f)
+      for (int64_t b = 0; b < G; ++b) per_func[f][b] = scores.per_function[f][b];
+    // Each group is scored alone, as AsyncGRPO's rollout worker does ("batch" scaling uses the group).
+    auto adv = grpo::compute_advantages(per_func, scores.weights, G, scale);
+    for (int64_t b = 0; b < G; ++b) {
+      g->rewards.push_back(adv.rewards[b].item<double>());
+      g->advantages.push_back(adv.advantages[b].item<double>());
+    }
+    g->per_function = scores.per_function;
+    g->function_names = scores.names;
+    const double score_s = since(t0);
+    g->enqueued = Clock::now();
+    double blocked = 0;
+    if (!rollout_queue_->push(g, &blocked)) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    backpressure_s_ += blocked;
+    rollout_metrics_.add("rollout/backpressure_s", blocked);
+    rollout_metrics_.add("rollout/score_s", score_s);
+    rollout_metrics_.add("rollout/score_wait_s", wait);
+    rollout_metrics_.add("rollout/score_queue_size", static_cast<double>(score_queue_->size()));
+  }
+}
+
+// ---------------------------------------------------------------- trainer side
+
+std::vector<std::shared_ptr<Engine::Group>> Engine::collect_groups(int64_t want, std::map<std::string, double>& m) {
+  std::vector<std::shared_ptr<Group>> out;
+  double wait_s = 0, staleness_sum = 0, staleness_max = 0, in_queue_sum = 0;
+  int64_t dropped = 0;
+  double queue_seen = 0;
+  int64_t pops = 0;
+  while (static_cast<int64_t>(out.size()) < want && !stopping_.load()) {
+    queue_seen += static_cast<double>(rollout_queue_->size());
+    ++pops;
+    const auto t0 = Clock::now();
+    auto item = rollout_queue_->pop_for(std::chrono::milliseconds(50));
+    wait_s += since(t0);
+    if (!item) continue;
+    auto g = *item;
+    const int64_t staleness = version_.load() - g->result.policy_version;
+    if (staleness > cfg_.max_staleness) {
+      dropped += static_cast<int64_t>(g->result.completions.size());
+      continue;
+    }
+    staleness_sum += static_cast<double>(staleness);
+    staleness_max = std::max(staleness_max, static_cast<double>(staleness));
+    in_queue_sum += since(g->enqueued);
+    out.push_back(std::move(g));
+  }
+  dropped_stale_total_ += dropped;
+  const double n = static_cast<double>(std::max<size_t>(1, out.size()));
+  m["perf/rollout_wait_s"] = wait_s;
+  m["sample/staleness_mean"] = staleness_sum / n;
+  m["sample/staleness_max"] = staleness_max;
+  m["sample/time_in_queue_s"] = in_queue_sum / n;
+  m["sample/dropped_stale_total"] = static_cast<double>(dropped);
+  m["sample/rollout_queue_size"] = pops ? queue_seen / static_cast<double>(pops) : 0.0;
+  return out;
+}
+
+void Engine::publish_version() {
+  const int64_t v = version_.load() + 1;
+  const std::string d = dir_.publish_adapter(v, [&](const std::string& tmp) { model::save_adapter(*policy_.model, tmp); },
+                                             cfg_.max_staleness + 2);
+  version_ = v;
+  for (auto& s : sources_) s->on_version_published(v, d);
+}
+
+void Engine::save_checkpoint_now() {
+  CheckpointState st;
+  st.step = step_.load();
+  st.policy_version = version_.load();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    st.data_cursor = stream_->cursor().to_json();
+    st.next_group_id = next_group_id_;
+  }
+  st.config = cfg_.to_json();
+  save_checkpoint(dir_, *policy_.model, trainer_->optimizer(), st);
+}
+
+void Engine::restore_from_checkpoint() {
+  auto ckpt = find_latest_checkpoint(dir_.root());
+  if (!ckpt) {
+    event({{"event", "resume"}, {"checkpoint", nullptr}, {"note", "no intact checkpoint: starting from step 0"}});
+    return;
+  }
+  for (const auto& s : ckpt->skipped) event({{"event", "warning"}, {"message", "skipped checkpoint " + s}});
+  restore_checkpoint(*ckpt, *policy_.model, trainer_->optimizer());
+  step_ = ckpt->state.step;
+  stream_->restore(rollout::DataCursor::from_json(ckpt->state.data_cursor));
+  next_group_id_ = ckpt->state.next_group_id;
+  const int64_t kept = truncate_metrics(dir_.root(), ckpt->state.step);
+  // Adapter names are never reused: versions published after this checkpoint belong to an
+  // abandoned timeline, so the checkpoint's weights are published as the next new version.
+  int64_t newest = ckpt->state.policy_version;
+  for (int64_t v : dir_.adapter_versions()) newest = std::max(newest, v);
+  version_ = newest;
+  publish_version();
+  event({{"event", "resume"}, {"checkpoint", ckpt->dir}, {"step", ckpt->state.step},
+         {"checkpoint_policy_version", ckpt->state.policy_version}, {"policy_version", version_.load()},
+         {"metrics_lines_kept", kept}});
+}
+
+std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
+  check(state_.load() == EngineState::Idle, "engine", "run() called twice");
+  check(!sources_.empty(), "engine", "no rollout sources", "use local_generators >= 1 or add workers");
+  state_ = EngineState::Running;
+  event({{"event", "start"}, {"mode", "async"}, {"max_steps", cfg_.max_steps}, {"sources", sources_.size()},
+         {"policy_version", version_.load()}});
+  threads_.emplace_back([this] { scorer_loop(); });
+  for (auto& s : sources_) threads_.emplace_back([this, src = s.get()] { producer_loop(src); });
+
+  const auto t_start = Clock::now();
+  auto last_end = Clock::now();
+  double bp_before = 0, block_before = 0;
+  int64_t tokens_before = 0;
+  bool unpublished = false;
+  std::string failure;
+  try {
+    while (step_.load() < cfg_.max_steps && !stopping_.load()) {
+      // Step boundary: pause holds here; retunes apply here.
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (paused_) {
+          state_ = EngineState::Paused;
+          event({{"event", "pause"}, {"inflight_samples", inflight_samples_}, {"queued_groups", rollout_queue_->size()}});
+          control_cv_.wait(lock, [&] { return !paused_ || stopping_.load(); });
+          if (stopping_.load()) break;
+          state_ = EngineState::Running;
+          event({{"event", "resume"}, {"queued_groups", rollout_queue_->size()}});
+          last_end = Clock::now();  // paused time is not step time
+        }
+      }
+      const int64_t step = step_.load() + 1;
+      apply_pending_retunes(step);
+      std::map<std::string, double> m;
+      auto groups = collect_groups(cfg_.prompts_per_step, m);
+      if (static_cast<int64_t>(groups.size()) < cfg_.prompts_per_step) break;  // stopping
+
+      std::vector<grpo::TrainSample> samples;
+      grpo::MetricsWindow reward_window;
+      for (const auto& g : groups) {
+        const auto& cs = g->result.completions;
+        for (size_t i = 0; i < cs.size(); ++i) {
+          if (cs[i].token_ids.empty()) continue;
+          samples.push_back({g->prompt_ids, cs[i].token_ids, cs[i].logprobs, g->advantages[i],
+                             cs[i].finish_reason == "length", g->result.policy_version});
+          reward_window.add("reward", g->rewards[i]);
+          for (size_t f = 0; f < g->function_names.size(); ++f)
+            reward_window.add("rewards/" + g->function_names[f] + "/mean", g->per_function[f][i]);
+        }
+        double sd = 0, mean = 0, n = 0;
+        for (double r : g->rewards) if (!std::isnan(r)) { mean += r; n += 1; }
+        mean = n > 0 ? mean / n : 0;
+        for (double r : g->rewards) if (!std::isnan(r)) sd += (r - mean) * (r - mean);
+        sd = n > 1 ? std::sqrt(sd / (n - 1)) : 0;
+        reward_window.add("reward_std", sd);
+        reward_window.add("frac_reward_zero_std", sd < 1e-12 ? 1.0 : 0.0);
+      }
+      auto train_metrics = trainer_->step(samples);
+      m.insert(train_metrics.begin(), train_metrics.end());
+      for (const auto& [k, v] : reward_window.reduce()) m[k] = v;
+      step_ = step;
+      unpublished = true;
+      if (step % cfg_.weight_sync_steps == 0) {
+        const auto t_sync = Clock::now();
+        publish_version();
+        unpublished = false;
+        m["perf/weight_sync_s"] = since(t_sync);
+      }
+      if (cfg_.save_steps > 0 && step % cfg_.save_steps == 0) save_checkpoint_now();
+
+      // Producer-side metrics of this step's window, and the bottleneck verdict.
+      const auto now = Clock::now();
+      const double step_s = std::chrono::duration<double>(now - last_end).count();
+      last_end = now;
+      int64_t tokens = 0;
+      for (auto& s : sources_) tokens += s->tokens_generated();
+      double bp, block;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const auto& [k, v] : rollout_metrics_.reduce()) m[k] = v;
+        rollout_metrics_.clear();
+        bp = backpressure_s_ - bp_before;
+        block = score_block_s_ - block_before;
+        bp_before = backpressure_s_;
+        block_before = score_block_s_;
+        m["rollout/inflight"] = static_cast<double>(inflight_samples_);
+      }
+      m["rollout/generated_tok_s"] = step_s > 0 ? static_cast<double>(tokens - tokens_before) / step_s : 0.0;
+      tokens_before = tokens;
+      m["perf/step_s"] = step_s;
+      m["epoch"] = static_cast<double>(stream_->epoch());
+      m["trainer_idle_frac"] = step_s > 0 ? m["perf/rollout_wait_s"] / step_s : 0.0;
+      m["generation_idle_frac"] = step_s > 0 ? (bp + block) / step_s / static_cast<double>(sources_.size()) : 0.0;
+      const double fill = m["sample/rollout_queue_size"] / static_cast<double>(rollout_queue_->capacity());
+      StepReport report{step, cfg_.max_steps, since(t_start), version_.load(), m, "balanced", ""};
+      if (m["trainer_idle_frac"] < 0.05 && (fill > 0.8 || m["generation_idle_frac"] > 0.2)) {
+        report.verdict = "trainer-bound";
+        report.advice = "generation waits on a full queue: speed up training (larger token_budget, no gradient "
+                        "checkpointing, a faster device) or spend less on generation (fewer local generators)";
+      } else if (m["trainer_idle_frac"] > 0.2 && m["generation_idle_frac"] < 0.05) {
+        report.verdict = "generation-bound";
+        report.advice = "the trainer waits for rollouts: add workers, lower max_completion_length or "
+                        "num_generations, or raise max_staleness and max_inflight_tasks";
+      } else {
+        report.advice = "generation and training keep pace";
+      }
+      if (cfg_.eval_steps > 0 && !data_.eval.empty() && (step % cfg_.eval_steps == 0 || step == cfg_.max_steps)) {
+        // Greedy eval on the trainer's own weights (the generators keep running meanwhile).
+        const double acc = greedy_accuracy(policy_, rewards_, data_.eval, cfg_, static_cast<size_t>(cfg_.eval_size), &rewards_mu_);
+        if (!std::isnan(acc)) report.metrics["eval/accuracy"] = acc;
+      }
+      nlohmann::json rec = {{"step", step}, {"time", wall_now()}, {"policy_version", version_.load()},
+                            {"verdict", report.verdict}};
+      for (const auto& [k, v] : report.metrics) rec[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+      dir_.append_jsonl("metrics.jsonl", rec);
+      if (on_step) on_step(report);
+    }
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  const bool stopped_early = step_.load() < cfg_.max_steps;
+  stopping_ = true;
+  stop();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+  if (!failure.empty()) {
+    state_ = EngineState::Failed;
+    event({{"event", "error"}, {"message", failure}});
+    throw Error("engine", failure);
+  }
+  state_ = EngineState::Stopping;
+  if (unpublished || version_.load() == 0) publish_version();
+  save_checkpoint_now();
+  model::save_adapter(*policy_.model, dir_.path("adapter"));
+  event({{"event", stopped_early ? "stop" : "finished"}, {"policy_version", version_.load()},
+         {"dropped_stale_total", dropped_stale_total_}, {"adapter", dir_.path("adapter")}});
+  state_ = EngineState::Finished;
+  return dir_.adapter_dir(version_.load());
+}
+
+}  // namespace grpo::run

@@ -1,0 +1,110 @@
+// Engine: the asynchronous GRPO pipeline (DESIGN.md, Threads):
+//
+//   producers (one thread per RolloutSource) -> scorer queue (bounded) -> scorer thread
+//     -> rollout queue (bounded, queue_maxsize samples) -> trainer loop (the caller's thread)
+//
+// Generation and training run at the same time and never wait for each other except through
+// the bounded queues (back-pressure). Every group carries the policy version it was sampled
+// with; the trainer drops groups older than max_staleness (sample/dropped_stale_total) and
+// publishes a new adapter version into the bucket every weight_sync_steps. Control (pause,
+// resume, stop, retune) is thread-safe and takes effect at the next step boundary.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/grpo/config.h"
+#include "core/grpo/metrics.h"
+#include "core/grpo/trainer.h"
+#include "core/rollout/dataset_sampler.h"
+#include "core/rollout/reward.h"
+#include "core/run/bounded_queue.h"
+#include "core/run/engine_types.h"
+#include "core/run/policy.h"
+#include "core/run/rollout_source.h"
+#include "core/run/run_dir.h"
+
+namespace grpo::run {
+
+struct EngineOptions {
+  int local_generators = 1;  // in-process rollout sources sharing the base weights
+  bool resume = false;       // continue from the newest intact checkpoint of the run directory
+  // Test seam: called by producers before each generation (e.g. to inject delays).
+  std::function<void(const std::string& source)> before_generate;
+};
+
+class Engine {
+public:
+  Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions options = {});
+  ~Engine();
+
+  // Adds a rollout source (before run()).
+  void add_source(std::unique_ptr<RolloutSource> source);
+  // Runs until max_steps or stop(); returns the final adapter directory. Call once.
+  std::string run(const std::function<void(const StepReport&)>& on_step = {});
+
+  // ---- control, from any thread ----
+  void pause();
+  void resume();
+  void stop();
+  // Validates `changes` now (an error string names the key and the reason; nothing changes),
+  // and applies them at the next step boundary. Returns "" when accepted.
+  std::string retune(const nlohmann::json& changes);
+
+  EngineState state() const { return state_.load(); }
+  int64_t step() const { return step_.load(); }
+  int64_t policy_version() const { return version_.load(); }
+  const grpo::TrainConfig& config() const { return cfg_; }  // trainer thread only
+  RunDirectory& run_directory() { return dir_; }
+
+private:
+  struct Group;
+  void producer_loop(RolloutSource* source);
+  void scorer_loop();
+  std::vector<std::shared_ptr<Group>> collect_groups(int64_t want, std::map<std::string, double>& m);
+  void apply_pending_retunes(int64_t step);
+  void publish_version();
+  void save_checkpoint_now();
+  void event(nlohmann::json e);
+  bool wait_while_paused_or_stopping();
+  void restore_from_checkpoint();
+
+  grpo::TrainConfig cfg_;              // the trainer's view (changed at step boundaries only)
+  EngineOptions opts_;
+  RunDirectory dir_;
+  Policy policy_;
+  std::unique_ptr<grpo::GrpoTrainer> trainer_;
+  rollout::DatasetSplit data_;
+  std::unique_ptr<rollout::DatasetStream> stream_;
+  rollout::RewardSet rewards_;
+  std::vector<std::unique_ptr<RolloutSource>> sources_;
+  std::vector<std::thread> threads_;
+
+  // Shared with producers and the scorer (guarded by mu_).
+  mutable std::mutex mu_;
+  std::mutex rewards_mu_;              // the RewardSet (scorer thread, eval, retuned weights)
+  std::condition_variable control_cv_, inflight_cv_;
+  grpo::TrainConfig shared_cfg_;       // sampling settings producers read
+  nlohmann::json pending_retune_ = nlohmann::json::object();
+  int64_t inflight_samples_ = 0;
+  int64_t next_group_id_ = 0;
+  grpo::MetricsWindow rollout_metrics_;
+  double backpressure_s_ = 0, score_block_s_ = 0;  // cumulative
+  bool paused_ = false;
+
+  std::unique_ptr<BoundedQueue<std::shared_ptr<Group>>> score_queue_, rollout_queue_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<EngineState> state_{EngineState::Idle};
+  std::atomic<int64_t> step_{0}, version_{0};
+  int64_t dropped_stale_total_ = 0;
+};
+
+}  // namespace grpo::run
