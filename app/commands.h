@@ -13,6 +13,7 @@ void add_inspect_commands(CLI::App& app);
 void add_bench_commands(CLI::App& app);
 #ifdef GRPO_WITH_RUN
 void add_train_commands(CLI::App& app);
+void add_sft_commands(CLI::App& app);
 #endif
 
 // "1,2,3" -> {1, 2, 3}; errors name the option.

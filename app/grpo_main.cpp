@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   grpo::cli::add_bench_commands(app);
 #ifdef GRPO_WITH_RUN
   grpo::cli::add_train_commands(app);
+  grpo::cli::add_sft_commands(app);
 #endif
   try {
     app.parse(argc, argv);
