@@ -27,26 +27,75 @@ LossConfig loss_config(const TrainConfig& c, int64_t micro_batches) {
   return l;
 }
 
-// One packed micro-batch: the samples' prompt+completion tokens back to back in one row.
+// One micro-batch as a (R, L) block of packed sub-rows: the samples' prompt+completion tokens
+// back to back, no attention across samples. Attention costs R * L^2 per layer, so one long
+// packed row of T tokens (T^2) would spend most of a step on masked-out pairs between samples;
+// the members are therefore binned (first-fit decreasing) into sub-rows of the length that
+// minimises estimated cost (linear work ~ R*L, attention ~ R*L^2), usually the longest member.
 struct PackedRow {
-  torch::Tensor input_ids;    // (1, T)
-  torch::Tensor seq_ids;      // (1, T)
-  torch::Tensor positions;    // (N) flat indices of the positions that predict completion tokens
+  torch::Tensor input_ids;    // (R, L)
+  torch::Tensor seq_ids;      // (R, L), -1 = padding
+  torch::Tensor positions;    // (N) flat indices into R*L of the positions that predict completion tokens
   torch::Tensor targets;      // (N) the completion tokens they predict
   std::vector<int64_t> sample_of_token;  // (N) which row-local sample each target belongs to
   std::vector<int64_t> samples;          // global sample indices, in row order
   int64_t max_completion = 0;
 };
 
-PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64_t>& members) {
+// First-fit decreasing of `lengths` into bins of `capacity`; returns the bins (indices).
+std::vector<std::vector<size_t>> bin_lengths(const std::vector<int64_t>& lengths, int64_t capacity) {
+  std::vector<size_t> order(lengths.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lengths[a] > lengths[b]; });
+  std::vector<std::vector<size_t>> bins;
+  std::vector<int64_t> used;
+  for (size_t i : order) {
+    size_t b = 0;
+    while (b < bins.size() && used[b] + lengths[i] > capacity) ++b;
+    if (b == bins.size()) {
+      bins.emplace_back();
+      used.push_back(0);
+    }
+    bins[b].push_back(i);
+    used[b] += lengths[i];
+  }
+  return bins;
+}
+
+PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64_t>& members,
+                    double attention_weight) {
   PackedRow r;
-  std::vector<int64_t> ids, seq, pos, tgt;
-  for (size_t k = 0; k < members.size(); ++k) {
+  std::vector<int64_t> lengths;
+  int64_t longest = 0, total = 0;
+  for (int64_t i : members) {
+    lengths.push_back(static_cast<int64_t>(all[i].prompt_ids.size() + all[i].completion_ids.size()));
+    longest = std::max(longest, lengths.back());
+    total += lengths.back();
+  }
+  // Candidate sub-row lengths: the longest member, doublings of it, and one row of everything.
+  std::vector<std::vector<size_t>> best;
+  int64_t best_len = 0;
+  double best_cost = 0;
+  for (int64_t cap = std::max<int64_t>(longest, 1);; cap = std::min(total, cap * 2)) {
+    auto bins = bin_lengths(lengths, cap);
+    const double R = static_cast<double>(bins.size()), L = static_cast<double>(cap);
+    const double cost = R * L + attention_weight * R * L * L;
+    if (best.empty() || cost < best_cost) best = std::move(bins), best_len = cap, best_cost = cost;
+    if (cap >= total) break;
+  }
+  const int64_t R = static_cast<int64_t>(best.size()), L = best_len;
+  std::vector<int64_t> ids(R * L, 0), seq(R * L, -1), pos, tgt;
+  std::vector<int64_t> offset(members.size());
+  for (int64_t b = 0; b < R; ++b) {
+    int64_t at = b * L;
+    for (size_t k : best[b]) offset[k] = at, at += lengths[k];
+  }
+  for (size_t k = 0; k < members.size(); ++k) {  // in member order, so samples stay sorted
     const auto& s = all[members[k]];
-    const int64_t start = static_cast<int64_t>(ids.size());
-    ids.insert(ids.end(), s.prompt_ids.begin(), s.prompt_ids.end());
-    ids.insert(ids.end(), s.completion_ids.begin(), s.completion_ids.end());
-    seq.insert(seq.end(), s.prompt_ids.size() + s.completion_ids.size(), static_cast<int64_t>(k));
+    const int64_t start = offset[k];
+    std::copy(s.prompt_ids.begin(), s.prompt_ids.end(), ids.begin() + start);
+    std::copy(s.completion_ids.begin(), s.completion_ids.end(), ids.begin() + start + s.prompt_ids.size());
+    std::fill_n(seq.begin() + start, lengths[k], static_cast<int64_t>(k));
     const int64_t P = static_cast<int64_t>(s.prompt_ids.size());
     for (size_t t = 0; t < s.completion_ids.size(); ++t) {
       pos.push_back(start + P - 1 + static_cast<int64_t>(t));  // logits at i predict token i+1
@@ -56,8 +105,8 @@ PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64
     r.max_completion = std::max<int64_t>(r.max_completion, s.completion_ids.size());
     r.samples.push_back(members[k]);
   }
-  r.input_ids = torch::tensor(ids, torch::kInt64).unsqueeze(0);
-  r.seq_ids = torch::tensor(seq, torch::kInt64).unsqueeze(0);
+  r.input_ids = torch::tensor(ids, torch::kInt64).view({R, L});
+  r.seq_ids = torch::tensor(seq, torch::kInt64).view({R, L});
   r.positions = torch::tensor(pos, torch::kInt64);
   r.targets = torch::tensor(tgt, torch::kInt64);
   return r;
@@ -145,16 +194,24 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
     for (int64_t i : row) items += mask_of(samples[i]) * static_cast<double>(samples[i].completion_ids.size());
   LossConfig lc = loss_config(config_, static_cast<int64_t>(batches.rows.size()));
 
+  // Sub-row layout cost model (build_row): attention FLOPs per (query, key) pair relative to the
+  // projections' FLOPs per token, doubled for the softmax/mask passes over every pair.
+  const auto& mc = model_->config();
+  const double proj = double(mc.hidden_size) * double(2 * mc.q_dim() + 2 * mc.kv_dim()) +
+                      3.0 * double(mc.hidden_size) * double(mc.intermediate_size);
+  const double attention_weight = 2.0 * 2.0 * double(mc.q_dim()) / proj;
+
   std::map<std::string, double> sums;  // token-weighted sums of per-micro-batch metrics
   double tokens_total = 0, entropy_sum = 0, loss_sum = 0, forwarded = 0;
   double low_min = 1.0, high_max = 0.0;
   for (const auto& members : batches.rows) {
-    PackedRow r = build_row(samples, members);
+    PackedRow r = build_row(samples, members, attention_weight);
     if (r.targets.numel() == 0) continue;
-    forwarded += static_cast<double>(r.input_ids.size(1));
+    forwarded += (r.seq_ids >= 0).sum().item<double>();
     model::ForwardArgs args;
     args.seq_ids = r.seq_ids.to(dev);
-    auto hidden = model_->hidden_states(r.input_ids.to(dev), args)[0];  // (T, C)
+    auto hidden = model_->hidden_states(r.input_ids.to(dev), args);     // (R, L, C)
+    hidden = hidden.reshape({-1, hidden.size(-1)});                         // (R*L, C)
     auto picked = hidden.index_select(0, r.positions.to(dev));           // (N, C)
     torch::Tensor ent;
     auto logp = chunked_token_logprobs(*model_, picked, r.targets.to(dev), config_.temperature, &ent);  // (N)
@@ -189,7 +246,8 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
       // The reference policy is the base model: the same weights with the adapter switched off.
       torch::NoGradGuard ng;
       model_->set_adapter_enabled(false);
-      auto ref_hidden = model_->hidden_states(r.input_ids.to(dev), args)[0].index_select(0, r.positions.to(dev));
+      auto ref_hidden = model_->hidden_states(r.input_ids.to(dev), args);
+      ref_hidden = ref_hidden.reshape({-1, ref_hidden.size(-1)}).index_select(0, r.positions.to(dev));
       auto ref = chunked_token_logprobs(*model_, ref_hidden, r.targets.to(dev), config_.temperature);
       model_->set_adapter_enabled(true);
       in.ref_logp = to_rows(ref, r, row_index, col_index);
