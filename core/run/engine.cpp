@@ -57,6 +57,7 @@ Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions 
   check(!data_.train.empty(), "dataset", "no training examples");
   stream_ = std::make_unique<rollout::DatasetStream>(data_.train, static_cast<uint64_t>(cfg_.seed));
   rewards_ = rollout::RewardSet::from_json(cfg_.reward_funcs, cfg_.reward_weights);
+  dir_.remove_stale_temporaries();  // left by a trainer that was killed mid-write
   if (opts_.resume) restore_from_checkpoint();
   shared_cfg_ = cfg_;
   const int64_t G = cfg_.num_generations;
@@ -342,7 +343,11 @@ void Engine::save_checkpoint_now() {
 void Engine::restore_from_checkpoint() {
   auto ckpt = find_latest_checkpoint(dir_.root());
   if (!ckpt) {
-    event({{"event", "resume"}, {"checkpoint", nullptr}, {"note", "no intact checkpoint: starting from step 0"}});
+    // Killed before its first checkpoint: start over at step 0, keeping version names unique.
+    truncate_metrics(dir_.root(), 0);
+    for (int64_t v : dir_.adapter_versions()) version_ = std::max(version_.load(), v);
+    event({{"event", "resume"}, {"checkpoint", nullptr}, {"policy_version", version_.load()},
+           {"note", "no intact checkpoint: starting from step 0"}});
     return;
   }
   for (const auto& s : ckpt->skipped) event({{"event", "warning"}, {"message", "skipped checkpoint " + s}});

@@ -89,6 +89,13 @@ std::vector<int64_t> RunDirectory::adapter_versions() const {
   return out;
 }
 
+void RunDirectory::remove_stale_temporaries() const {
+  std::error_code ec;
+  for (const char* sub : {"adapters", "checkpoints"})
+    for (const auto& e : fs::directory_iterator(path(sub), ec))
+      if (starts_with(e.path().filename().string(), ".tmp-")) fs::remove_all(e.path(), ec);
+}
+
 std::string RunDirectory::publish_adapter(int64_t version, const std::function<void(const std::string&)>& write_files,
                                           int64_t keep) {
   const std::string final_dir = adapter_dir(version);

@@ -32,6 +32,9 @@ public:
   std::string publish_adapter(int64_t version, const std::function<void(const std::string&)>& write_files,
                               int64_t keep);
   std::vector<int64_t> adapter_versions() const;  // published versions, ascending
+  // Deletes adapters/.tmp-* and checkpoints/.tmp-* (half-written by a killed trainer; never
+  // visible as versions). Only the run's single trainer calls this, at start.
+  void remove_stale_temporaries() const;
   std::string adapter_dir(int64_t version) const;
 
 private:
