@@ -21,19 +21,19 @@
 #include "core/run/sync_trainer.h"
 
 namespace grpo::cli {
+
+std::string resources_dir() {
+  if (const char* env = std::getenv("GRPO_RESOURCES")) return env;
+  if (is_directory(GRPO_INSTALLED_RESOURCES)) return GRPO_INSTALLED_RESOURCES;
+  return GRPO_SOURCE_RESOURCES;
+}
+
 namespace {
 
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_pause_toggle{false};
 void on_signal(int) { g_stop = true; }
 void on_usr1(int) { g_pause_toggle = true; }
-
-// The resources folder: $GRPO_RESOURCES, the installed share dir, or the source tree's.
-std::string resources_dir() {
-  if (const char* env = std::getenv("GRPO_RESOURCES")) return env;
-  if (is_directory(GRPO_INSTALLED_RESOURCES)) return GRPO_INSTALLED_RESOURCES;
-  return GRPO_SOURCE_RESOURCES;
-}
 
 std::string default_run_dir() {
   char buf[64];

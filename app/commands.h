@@ -14,6 +14,10 @@ void add_bench_commands(CLI::App& app);
 #ifdef GRPO_WITH_RUN
 void add_train_commands(CLI::App& app);
 void add_sft_commands(CLI::App& app);
+// After add_bench_commands: adds `bench async` and `bench weight-sync`.
+void add_run_bench_commands(CLI::App& app);
+// $GRPO_RESOURCES, the installed share dir, or the source tree's resources/.
+std::string resources_dir();
 #endif
 
 // "1,2,3" -> {1, 2, 3}; errors name the option.

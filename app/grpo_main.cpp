@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
 #ifdef GRPO_WITH_RUN
   grpo::cli::add_train_commands(app);
   grpo::cli::add_sft_commands(app);
+  grpo::cli::add_run_bench_commands(app);
 #endif
   try {
     app.parse(argc, argv);

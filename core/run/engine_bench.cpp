@@ -1,0 +1,162 @@
+#include "core/run/engine_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
+
+#include <torch/torch.h>
+
+#include "core/common/error.h"
+#include "core/common/files.h"
+#include "core/common/strings.h"
+#include "core/model/forward_bench.h"
+#include "core/model/peft_io.h"
+#include "core/model/weights.h"
+#include "core/run/engine.h"
+#include "core/run/sync_trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace grpo::run {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "grpo-bench-XXXXXX").string();
+    check(::mkdtemp(tmpl.data()) != nullptr, tmpl, "cannot create a temporary directory");
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// The model to benchmark: the given directory, or a random model of `size` that keeps the
+// directory's tokenizer (written into `scratch`).
+std::string prepare_model(const std::string& model_dir, const std::string& size, const std::string& scratch) {
+  check(!model_dir.empty(), "bench", "no model directory", "pass --model DIR (a model with a tokenizer)");
+  if (size.empty()) return model_dir;
+  auto cfg = model::bench_model_config(size);
+  auto base = io::ModelConfig::load(path_join(model_dir, "config.json"));
+  cfg.vocab_size = base.vocab_size;  // the tokenizer's vocabulary
+  cfg.bos_token_id = base.bos_token_id;
+  cfg.eos_token_ids = base.eos_token_ids;
+  torch::manual_seed(0);
+  model::CausalLM m{model::CausalLMOptions(cfg)};
+  const std::string out = path_join(scratch, "model-" + size);
+  model::save_pretrained(*m, out);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+    if (file_exists(path_join(model_dir, f))) fs::copy_file(path_join(model_dir, f), path_join(out, f));
+  return out;
+}
+
+grpo::TrainConfig bench_config(const std::string& model, const AsyncBenchOptions& o, const std::string& out) {
+  grpo::TrainConfig c;
+  c.apply({{"model_name_or_path", model}, {"task", "arith"}, {"task_difficulty", 1}, {"seed", 1},
+           {"num_generations", 8}, {"prompts_per_step", 8}, {"max_completion_length", o.max_completion_length},
+           {"max_prompt_length", 64}, {"learning_rate", 1e-3}, {"r", 8}, {"lora_alpha", 16},
+           {"token_budget", 4096}, {"max_steps", o.steps}, {"eval_steps", 0}, {"save_steps", 0},
+           {"max_staleness", 2}, {"queue_maxsize", 128}},
+          "bench");
+  c.output_dir = out;
+  c.validate("bench");
+  return c;
+}
+
+nlohmann::json sum_metrics(const std::string& run_dir, const std::vector<std::string>& keys) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& k : keys) out[k] = 0.0;
+  for (const auto& line : split(read_file(path_join(run_dir, "metrics.jsonl")), '\n')) {
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line);
+    for (const auto& k : keys)
+      if (j.contains(k) && j[k].is_number()) out[k] = out[k].get<double>() + j[k].get<double>();
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json bench_async(const AsyncBenchOptions& o) {
+  TempDir tmp;
+  const std::string model = prepare_model(o.model_dir, o.size, tmp.path);
+  nlohmann::json r = {{"model", o.size.empty() ? model : "generated-" + o.size}, {"steps", o.steps},
+                      {"generators", o.generators}, {"max_completion_length", o.max_completion_length}};
+  // Sync: the trainer idles while generating; generation idles while training.
+  {
+    const std::string dir = path_join(tmp.path, "sync");
+    auto cfg = bench_config(model, o, dir);
+    const auto t0 = Clock::now();
+    SyncTrainer trainer(cfg, dir);
+    const auto t_run = Clock::now();
+    trainer.run();
+    const double wall = since(t_run);
+    auto s = sum_metrics(dir, {"perf/generate_s", "perf/fwd_bwd_s", "perf/optimizer_s", "rollout/score_s"});
+    r["sync_wall_s"] = wall;
+    r["sync_setup_s"] = std::chrono::duration<double>(t_run - t0).count();
+    r["sync_trainer_idle_frac"] = (s["perf/generate_s"].get<double>() + s["rollout/score_s"].get<double>()) / wall;
+    r["sync_generation_idle_frac"] = (s["perf/fwd_bwd_s"].get<double>() + s["perf/optimizer_s"].get<double>()) / wall;
+  }
+  {
+    const std::string dir = path_join(tmp.path, "async");
+    auto cfg = bench_config(model, o, dir);
+    EngineOptions eo;
+    eo.local_generators = o.generators;
+    Engine engine(cfg, dir, eo);
+    const auto t_run = Clock::now();
+    engine.run();
+    const double wall = since(t_run);
+    auto s = sum_metrics(dir, {"perf/rollout_wait_s", "perf/step_s", "rollout/backpressure_s", "generation_idle_frac",
+                               "sample/staleness_mean", "sample/dropped_stale_total"});
+    r["async_wall_s"] = wall;
+    r["async_trainer_idle_frac"] = s["perf/rollout_wait_s"].get<double>() / std::max(1e-9, s["perf/step_s"].get<double>());
+    r["async_generation_idle_frac"] = s["generation_idle_frac"].get<double>() / static_cast<double>(o.steps);
+    r["async_staleness_mean"] = s["sample/staleness_mean"].get<double>() / static_cast<double>(o.steps);
+    r["async_dropped_stale_total"] = s["sample/dropped_stale_total"];
+  }
+  r["speedup"] = r["sync_wall_s"].get<double>() / r["async_wall_s"].get<double>();
+  return r;
+}
+
+nlohmann::json bench_weight_sync(const WeightSyncBenchOptions& o) {
+  TempDir tmp;
+  const std::string model_dir = prepare_model(o.model_dir, o.size, tmp.path);
+  auto m = model::from_pretrained(model_dir);
+  const double full_bytes = static_cast<double>(m->num_base_parameters()) * 4.0;  // fp32
+  nlohmann::json rows = nlohmann::json::array();
+  for (int64_t r : o.ranks) {
+    model::LoraConfig lc;
+    lc.r = r;
+    lc.lora_alpha = 2.0 * static_cast<double>(r);
+    m->add_lora(lc);
+    {
+      torch::NoGradGuard ng;
+      for (auto& p : m->lora_parameters()) p.normal_(0, 0.01);
+    }
+    RunDirectory dir(path_join(tmp.path, "r" + std::to_string(r)));
+    std::vector<double> times;
+    double bytes = 0;
+    for (int i = 1; i <= o.repeats; ++i) {
+      const auto t0 = Clock::now();
+      const std::string d = dir.publish_adapter(i, [&](const std::string& t) { model::save_adapter(*m, t); }, 2);
+      times.push_back(since(t0));
+      bytes = static_cast<double>(fs::file_size(path_join(d, model::kAdapterWeightsName)));
+    }
+    std::sort(times.begin(), times.end());
+    int64_t lora_params = 0;
+    for (const auto& p : m->lora_parameters()) lora_params += p.numel();
+    rows.push_back({{"r", r}, {"publish_s", times[times.size() / 2]}, {"adapter_bytes", bytes},
+                    {"fraction_of_model", bytes / full_bytes}, {"lora_params", lora_params}});
+  }
+  return {{"model", o.size.empty() ? model_dir : "generated-" + o.size}, {"params", m->num_base_parameters()},
+          {"model_bytes_fp32", full_bytes}, {"ranks", rows}};
+}
+
+}  // namespace grpo::run
