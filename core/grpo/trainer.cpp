@@ -27,19 +27,24 @@ LossConfig loss_config(const TrainConfig& c, int64_t micro_batches) {
   return l;
 }
 
-// One micro-batch as a (R, L) block of packed sub-rows: the samples' prompt+completion tokens
-// back to back, no attention across samples. Attention costs R * L^2 per layer, so one long
-// packed row of T tokens (T^2) would spend most of a step on masked-out pairs between samples;
-// the members are therefore binned (first-fit decreasing) into sub-rows of the length that
-// minimises estimated cost (linear work ~ R*L, attention ~ R*L^2), usually the longest member.
+// One micro-batch, laid out for the forward as blocks of packed sub-rows: the samples'
+// prompt+completion tokens back to back, no attention across samples. A single packed row of
+// T tokens would cost T^2 attention per layer, mostly masked-out pairs between samples, so the
+// members are binned (first-fit decreasing) into sub-rows about as long as the longest member.
+//   separate (CPU): every sub-row is its own (1, used) forward. No padding at all; GEMM time is
+//     linear in rows and per-call overhead is small, so this is the cheapest on a CPU.
+//   padded block (CUDA): one (R, L) forward, fewer and larger kernels; L is the capacity that
+//     minimises the estimated cost R*L + w*R*L^2 (w: attention vs projection FLOPs).
+// Positions index the concatenation of the blocks' flattened tokens.
 struct PackedRow {
-  torch::Tensor input_ids;    // (R, L)
-  torch::Tensor seq_ids;      // (R, L), -1 = padding
-  torch::Tensor positions;    // (N) flat indices into R*L of the positions that predict completion tokens
+  std::vector<torch::Tensor> block_ids;  // (R, L) each
+  std::vector<torch::Tensor> block_seq;  // (R, L) each, -1 = padding; undefined for one sequence
+  torch::Tensor positions;    // (N) flat indices of the positions that predict completion tokens
   torch::Tensor targets;      // (N) the completion tokens they predict
   std::vector<int64_t> sample_of_token;  // (N) which row-local sample each target belongs to
   std::vector<int64_t> samples;          // global sample indices, in row order
   int64_t max_completion = 0;
+  int64_t tokens = 0;                    // real tokens forwarded
 };
 
 // First-fit decreasing of `lengths` into bins of `capacity`; returns the bins (indices).
@@ -63,7 +68,7 @@ std::vector<std::vector<size_t>> bin_lengths(const std::vector<int64_t>& lengths
 }
 
 PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64_t>& members,
-                    double attention_weight) {
+                    bool separate, double attention_weight) {
   PackedRow r;
   std::vector<int64_t> lengths;
   int64_t longest = 0, total = 0;
@@ -72,44 +77,80 @@ PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64
     longest = std::max(longest, lengths.back());
     total += lengths.back();
   }
-  // Candidate sub-row lengths: the longest member, doublings of it, and one row of everything.
-  std::vector<std::vector<size_t>> best;
-  int64_t best_len = 0;
-  double best_cost = 0;
-  for (int64_t cap = std::max<int64_t>(longest, 1);; cap = std::min(total, cap * 2)) {
-    auto bins = bin_lengths(lengths, cap);
-    const double R = static_cast<double>(bins.size()), L = static_cast<double>(cap);
-    const double cost = R * L + attention_weight * R * L * L;
-    if (best.empty() || cost < best_cost) best = std::move(bins), best_len = cap, best_cost = cost;
-    if (cap >= total) break;
+  r.tokens = total;
+  std::vector<std::vector<size_t>> best = bin_lengths(lengths, std::max<int64_t>(longest, 1));
+  int64_t best_len = std::max<int64_t>(longest, 1);
+  if (!separate) {  // candidate capacities: the longest member, its doublings, everything in one row
+    double best_cost = -1;
+    for (int64_t cap = std::max<int64_t>(longest, 1);; cap = std::min(total, cap * 2)) {
+      auto bins = bin_lengths(lengths, cap);
+      const double R = static_cast<double>(bins.size()), L = static_cast<double>(cap);
+      const double cost = R * L + attention_weight * R * L * L;
+      if (best_cost < 0 || cost < best_cost) best = std::move(bins), best_len = cap, best_cost = cost;
+      if (cap >= total) break;
+    }
   }
-  const int64_t R = static_cast<int64_t>(best.size()), L = best_len;
-  std::vector<int64_t> ids(R * L, 0), seq(R * L, -1), pos, tgt;
+  // Flat start of every member, and the blocks' tokens.
   std::vector<int64_t> offset(members.size());
-  for (int64_t b = 0; b < R; ++b) {
-    int64_t at = b * L;
-    for (size_t k : best[b]) offset[k] = at, at += lengths[k];
+  std::vector<std::vector<int64_t>> ids, seq;
+  int64_t base = 0;
+  for (size_t b = 0; b < best.size(); ++b) {
+    int64_t used = 0;
+    for (size_t k : best[b]) used += lengths[k];
+    const int64_t width = separate ? used : best_len;
+    if (separate || b == 0) {
+      ids.emplace_back();
+      seq.emplace_back();
+    }
+    const int64_t row_start = base + static_cast<int64_t>(ids.back().size());
+    int64_t at = row_start;
+    for (size_t k : best[b]) {
+      offset[k] = at;
+      const auto& s = all[members[k]];
+      ids.back().insert(ids.back().end(), s.prompt_ids.begin(), s.prompt_ids.end());
+      ids.back().insert(ids.back().end(), s.completion_ids.begin(), s.completion_ids.end());
+      seq.back().insert(seq.back().end(), lengths[k], static_cast<int64_t>(k));
+      at += lengths[k];
+    }
+    ids.back().resize(ids.back().size() + (width - used), 0);
+    seq.back().resize(seq.back().size() + (width - used), -1);
+    if (separate) base += width;
   }
+  for (size_t b = 0; b < ids.size(); ++b) {
+    const int64_t width = separate ? static_cast<int64_t>(ids[b].size()) : best_len;
+    const int64_t rows = static_cast<int64_t>(ids[b].size()) / width;
+    r.block_ids.push_back(torch::tensor(ids[b], torch::kInt64).view({rows, width}));
+    const bool one_sequence = separate && best[b].size() == 1;  // plain causal forward
+    r.block_seq.push_back(one_sequence ? torch::Tensor()
+                                       : torch::tensor(seq[b], torch::kInt64).view({rows, width}));
+  }
+  std::vector<int64_t> pos, tgt;
   for (size_t k = 0; k < members.size(); ++k) {  // in member order, so samples stay sorted
     const auto& s = all[members[k]];
-    const int64_t start = offset[k];
-    std::copy(s.prompt_ids.begin(), s.prompt_ids.end(), ids.begin() + start);
-    std::copy(s.completion_ids.begin(), s.completion_ids.end(), ids.begin() + start + s.prompt_ids.size());
-    std::fill_n(seq.begin() + start, lengths[k], static_cast<int64_t>(k));
     const int64_t P = static_cast<int64_t>(s.prompt_ids.size());
     for (size_t t = 0; t < s.completion_ids.size(); ++t) {
-      pos.push_back(start + P - 1 + static_cast<int64_t>(t));  // logits at i predict token i+1
+      pos.push_back(offset[k] + P - 1 + static_cast<int64_t>(t));  // logits at i predict token i+1
       tgt.push_back(s.completion_ids[t]);
       r.sample_of_token.push_back(static_cast<int64_t>(k));
     }
     r.max_completion = std::max<int64_t>(r.max_completion, s.completion_ids.size());
     r.samples.push_back(members[k]);
   }
-  r.input_ids = torch::tensor(ids, torch::kInt64).view({R, L});
-  r.seq_ids = torch::tensor(seq, torch::kInt64).view({R, L});
   r.positions = torch::tensor(pos, torch::kInt64);
   r.targets = torch::tensor(tgt, torch::kInt64);
   return r;
+}
+
+// Final hidden states of every block's tokens, flattened and concatenated: (sum R*L, C).
+torch::Tensor row_hidden(model::CausalLMImpl& model, const PackedRow& r, const torch::Device& dev) {
+  std::vector<torch::Tensor> hs;
+  for (size_t b = 0; b < r.block_ids.size(); ++b) {
+    model::ForwardArgs args;
+    if (r.block_seq[b].defined()) args.seq_ids = r.block_seq[b].to(dev);
+    auto h = model.hidden_states(r.block_ids[b].to(dev), args);  // (R, L, C)
+    hs.push_back(h.reshape({-1, h.size(-1)}));
+  }
+  return hs.size() == 1 ? hs[0] : torch::cat(hs);
 }
 
 // Scatters flat per-token values (N) into (B, Tc) rows by sample, zero elsewhere.
@@ -200,19 +241,16 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   const double proj = double(mc.hidden_size) * double(2 * mc.q_dim() + 2 * mc.kv_dim()) +
                       3.0 * double(mc.hidden_size) * double(mc.intermediate_size);
   const double attention_weight = 2.0 * 2.0 * double(mc.q_dim()) / proj;
+  const bool separate = !dev.is_cuda();
 
   std::map<std::string, double> sums;  // token-weighted sums of per-micro-batch metrics
   double tokens_total = 0, entropy_sum = 0, loss_sum = 0, forwarded = 0;
   double low_min = 1.0, high_max = 0.0;
   for (const auto& members : batches.rows) {
-    PackedRow r = build_row(samples, members, attention_weight);
+    PackedRow r = build_row(samples, members, separate, attention_weight);
     if (r.targets.numel() == 0) continue;
-    forwarded += (r.seq_ids >= 0).sum().item<double>();
-    model::ForwardArgs args;
-    args.seq_ids = r.seq_ids.to(dev);
-    auto hidden = model_->hidden_states(r.input_ids.to(dev), args);     // (R, L, C)
-    hidden = hidden.reshape({-1, hidden.size(-1)});                         // (R*L, C)
-    auto picked = hidden.index_select(0, r.positions.to(dev));           // (N, C)
+    forwarded += static_cast<double>(r.tokens);
+    auto picked = row_hidden(*model_, r, dev).index_select(0, r.positions.to(dev));  // (N, C)
     torch::Tensor ent;
     auto logp = chunked_token_logprobs(*model_, picked, r.targets.to(dev), config_.temperature, &ent);  // (N)
 
@@ -246,8 +284,7 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
       // The reference policy is the base model: the same weights with the adapter switched off.
       torch::NoGradGuard ng;
       model_->set_adapter_enabled(false);
-      auto ref_hidden = model_->hidden_states(r.input_ids.to(dev), args);
-      ref_hidden = ref_hidden.reshape({-1, ref_hidden.size(-1)}).index_select(0, r.positions.to(dev));
+      auto ref_hidden = row_hidden(*model_, r, dev).index_select(0, r.positions.to(dev));
       auto ref = chunked_token_logprobs(*model_, ref_hidden, r.targets.to(dev), config_.temperature);
       model_->set_adapter_enabled(true);
       in.ref_logp = to_rows(ref, r, row_index, col_index);
