@@ -18,6 +18,8 @@ if [[ -z "$GRPO" ]]; then
   done
 fi
 [[ -x "${GRPO:-}" ]] || { echo "error: grpo binary not found; build it or set GRPO=..." >&2; exit 1; }
+GRPO=$(realpath "$GRPO")
+OUT=$(realpath -m "$OUT")
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 WORK=$(mktemp -d)
@@ -54,7 +56,8 @@ JSON
 "$GRPO" init-model --config "$WORK/config.json" --tokenizer "$WORK/tokenizer" --output "$WORK/init" --seed 1234
 
 rm -rf "$OUT.tmp"
-"$GRPO" sft --model "$WORK/init" --task arith --difficulty "$DIFFICULTY" --seed "$SEED" --full \
+cd "$WORK"  # a relative --model keeps the temp path out of config.json's _name_or_path
+"$GRPO" sft --model init --task arith --difficulty "$DIFFICULTY" --seed "$SEED" --full \
   --save-format checkpoint --output "$OUT.tmp" \
   --steps 250 --lr 3e-3 --lr-scheduler cosine --batch-size 64 --token-budget 256 \
   --set warmup_ratio=0.05 --set weight_decay=0.0 --set eval_size=200 \
