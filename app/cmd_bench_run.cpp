@@ -23,6 +23,18 @@ void add_run_bench_commands(CLI::App& app) {
     print_json_line(run::bench_async(*a).dump());
   });
 
+  auto l = std::make_shared<run::LearnBenchOptions>();
+  auto* learn = bench->add_subcommand("learn", "Time for grpo train --demo to reach the target eval accuracy");
+  learn->add_option("--preset", l->preset, "Run config (default: resources/presets/demo.yaml)");
+  learn->add_option("--target", l->target, "Eval accuracy to reach");
+  learn->add_option("--max-steps", l->max_steps, "Give up after this many steps (default: the preset's)");
+  learn->add_option("--eval-steps", l->eval_steps, "Evaluate every N steps (default: the preset's)");
+  learn->callback([l] {
+    l->resources = resources_dir();
+    if (l->preset.empty()) l->preset = l->resources + "/presets/demo.yaml";
+    print_json_line(run::bench_learn(*l).dump());
+  });
+
   auto w = std::make_shared<run::WeightSyncBenchOptions>();
   auto* sync = bench->add_subcommand("weight-sync", "Adapter publication time and bytes per version for LoRA ranks");
   sync->add_option("--model", w->model_dir, "Model directory (default: the demo model)");

@@ -319,6 +319,12 @@ std::vector<std::shared_ptr<Engine::Group>> Engine::collect_groups(int64_t want,
   return out;
 }
 
+double Engine::evaluate(int64_t limit) {
+  if (data_.eval.empty()) return NAN;
+  const int64_t n = limit > 0 ? limit : cfg_.eval_size;
+  return greedy_accuracy(policy_, rewards_, data_.eval, cfg_, static_cast<size_t>(std::max<int64_t>(0, n)), &rewards_mu_);
+}
+
 void Engine::publish_version() {
   const int64_t v = version_.load() + 1;
   const std::string d = dir_.publish_adapter(v, [&](const std::string& tmp) { model::save_adapter(*policy_.model, tmp); },
@@ -474,7 +480,7 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
       }
       if (cfg_.eval_steps > 0 && !data_.eval.empty() && (step % cfg_.eval_steps == 0 || step == cfg_.max_steps)) {
         // Greedy eval on the trainer's own weights (the generators keep running meanwhile).
-        const double acc = greedy_accuracy(policy_, rewards_, data_.eval, cfg_, static_cast<size_t>(cfg_.eval_size), &rewards_mu_);
+        const double acc = evaluate();
         if (!std::isnan(acc)) report.metrics["eval/accuracy"] = acc;
       }
       nlohmann::json rec = {{"step", step}, {"time", wall_now()}, {"policy_version", version_.load()},

@@ -59,6 +59,10 @@ public:
   // and applies them at the next step boundary. Returns "" when accepted.
   std::string retune(const nlohmann::json& changes);
 
+  // Greedy accuracy of the trainer's current weights on up to `limit` eval examples (0: the
+  // config's eval_size, or all); NaN without an eval split. Trainer thread, or before run().
+  double evaluate(int64_t limit = 0);
+
   EngineState state() const { return state_.load(); }
   int64_t step() const { return step_.load(); }
   int64_t policy_version() const { return version_.load(); }

@@ -14,6 +14,7 @@
 #include "core/model/forward_bench.h"
 #include "core/model/peft_io.h"
 #include "core/model/weights.h"
+#include "core/grpo/config.h"
 #include "core/run/engine.h"
 #include "core/run/sync_trainer.h"
 
@@ -123,6 +124,39 @@ nlohmann::json bench_async(const AsyncBenchOptions& o) {
   }
   r["speedup"] = r["sync_wall_s"].get<double>() / r["async_wall_s"].get<double>();
   return r;
+}
+
+nlohmann::json bench_learn(const LearnBenchOptions& o) {
+  TempDir tmp;
+  auto j = grpo::load_config_file(o.preset);
+  j["model_name_or_path"] = path_join(o.resources, j.value("model_name_or_path", std::string()));
+  grpo::TrainConfig cfg;
+  cfg.apply(j, o.preset);
+  if (o.max_steps > 0) cfg.max_steps = o.max_steps;
+  if (o.eval_steps > 0) cfg.eval_steps = o.eval_steps;
+  check(cfg.eval_steps > 0, o.preset, "eval_steps must be > 0 to time learning");
+  cfg.output_dir = path_join(tmp.path, "run");
+  cfg.validate(o.preset);
+  Engine engine(cfg, cfg.output_dir);
+  const double base = engine.evaluate();
+  nlohmann::json curve = nlohmann::json::array();
+  nlohmann::json reached = nullptr;
+  double final_acc = base;
+  int64_t steps = 0;
+  const auto t0 = Clock::now();
+  engine.run([&](const StepReport& r) {
+    steps = r.step;
+    auto it = r.metrics.find("eval/accuracy");
+    if (it == r.metrics.end()) return;
+    final_acc = it->second;
+    curve.push_back({r.step, since(t0), it->second});
+    if (it->second >= o.target && reached.is_null()) {
+      reached = since(t0);
+      engine.stop();
+    }
+  });
+  return {{"time_to_learn_s", reached}, {"base_accuracy", base}, {"final_accuracy", final_acc},
+          {"target", o.target}, {"steps", steps}, {"wall_s", since(t0)}, {"curve", curve}};
 }
 
 nlohmann::json bench_weight_sync(const WeightSyncBenchOptions& o) {

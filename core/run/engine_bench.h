@@ -23,6 +23,19 @@ struct AsyncBenchOptions {
 };
 nlohmann::json bench_async(const AsyncBenchOptions& options);
 
+// `grpo bench learn`: `grpo train --demo` (the async engine on the demo preset) from the base
+// model's greedy eval accuracy until eval accuracy reaches `target`, timed on the wall clock
+// (evaluations included). Keys: time_to_learn_s (null if never reached), base_accuracy,
+// final_accuracy, steps, curve [[step, seconds, accuracy], ...].
+struct LearnBenchOptions {
+  std::string preset;           // resources/presets/demo.yaml
+  std::string resources;        // its model_name_or_path is relative to this
+  double target = 0.85;
+  int64_t max_steps = 0;        // 0 = the preset's
+  int64_t eval_steps = 0;       // 0 = the preset's
+};
+nlohmann::json bench_learn(const LearnBenchOptions& options);
+
 struct WeightSyncBenchOptions {
   std::string model_dir;
   std::string size;             // as above
