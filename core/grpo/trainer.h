@@ -1,6 +1,7 @@
-// GrpoTrainer: one optimizer step of GRPO on a batch of scored samples. Samples are packed into
-// padding-free rows (token_budget) or fixed-count micro-batches, each micro-batch is one packed
-// forward (no attention across samples), completion-token log-probs come from a chunked LM head
+// GrpoTrainer: one optimizer step of GRPO on a batch of scored samples. Samples are grouped into
+// micro-batches (token_budget rows, or fixed counts); inside a micro-batch, samples of similar
+// length form sub-rows, forwarded without padding on CPU (a padded block per micro-batch on
+// CUDA) and never attending across samples; completion-token log-probs come from a chunked LM head
 // at temperature T (the sampler's processed distribution when top-k/top-p/min-p are off), the
 // loss is grpo_loss over gradient accumulation, and AdamW steps the LoRA parameters.
 #pragma once
