@@ -88,6 +88,10 @@ LossOutput grpo_loss(const LossInputs& in, const LossConfig& cfg) {
   auto per_seq_low = (low * mask).sum(1) / tokens.clamp_min(1.0);
   auto per_seq_high = (high * mask).sum(1) / tokens.clamp_min(1.0);
   out.metrics["ratio"] = masked_mean(r, mask);
+  // Extremes over trained tokens: a fresh sample's ratio must be 1 everywhere, not just on average.
+  auto trained = mask > 0;
+  out.metrics["ratio_max"] = trained.any().item<bool>() ? r.masked_select(trained).max().item<double>() : 1.0;
+  out.metrics["ratio_min"] = trained.any().item<bool>() ? r.masked_select(trained).min().item<double>() : 1.0;
   // "kl": the k3 estimator between the behaviour policy and the current one (AsyncGRPO meaning).
   out.metrics["kl"] = masked_mean(r - 1.0 - lr, mask);
   if (use_ref) out.metrics["kl_ref"] = masked_mean(kl_ref.detach(), mask);

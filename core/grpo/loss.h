@@ -35,7 +35,8 @@ struct LossInputs {
 
 struct LossOutput {
   torch::Tensor loss;  // scalar, differentiable w.r.t. logp
-  // Metric name -> value, TRL names: ratio, kl (behaviour vs current, k3), kl_ref (beta > 0),
+  // Metric name -> value, TRL names: ratio (and ratio_min/ratio_max over trained tokens), kl
+  // (behaviour vs current, k3), kl_ref (beta > 0),
   // clip_ratio/{low_mean,high_mean,region_mean,low_min,high_max}, policy_loss.
   std::map<std::string, double> metrics;
 };

@@ -245,7 +245,7 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
 
   std::map<std::string, double> sums;  // token-weighted sums of per-micro-batch metrics
   double tokens_total = 0, entropy_sum = 0, loss_sum = 0, forwarded = 0;
-  double low_min = 1.0, high_max = 0.0;
+  double low_min = 1.0, high_max = 0.0, ratio_min = 1e300, ratio_max = -1e300;
   for (const auto& members : batches.rows) {
     PackedRow r = build_row(samples, members, separate, attention_weight);
     if (r.targets.numel() == 0) continue;
@@ -299,6 +299,8 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
     for (const auto& [k, v] : out.metrics) {
       if (k == "clip_ratio/low_min") low_min = std::min(low_min, v);
       else if (k == "clip_ratio/high_max") high_max = std::max(high_max, v);
+      else if (k == "ratio_min") ratio_min = std::min(ratio_min, v);
+      else if (k == "ratio_max") ratio_max = std::max(ratio_max, v);
       else if (k != "policy_loss") sums[k] += v * ntok;
     }
   }
@@ -306,6 +308,8 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   for (const auto& [k, v] : sums) metrics[k] = tokens_total > 0 ? v / tokens_total : 0.0;
   metrics["clip_ratio/low_min"] = tokens_total > 0 ? low_min : 0.0;
   metrics["clip_ratio/high_max"] = high_max;
+  metrics["ratio_min"] = tokens_total > 0 ? ratio_min : 1.0;
+  metrics["ratio_max"] = tokens_total > 0 ? ratio_max : 1.0;
   metrics["loss"] = loss_sum;  // the accumulated objective of this step
   metrics["entropy"] = tokens_total > 0 ? entropy_sum / tokens_total : 0.0;
   metrics["num_tokens"] = forwarded;
