@@ -4,6 +4,9 @@
 #include <filesystem>
 #include <unistd.h>
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/serialize.h>
+
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/log.h"
@@ -16,6 +19,25 @@ namespace fs = std::filesystem;
 
 namespace grpo::run {
 namespace {
+
+// The global CPU generator (LoRA dropout, random init) as a tensor, and back.
+void save_rng(const std::string& path) {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  torch::Tensor state;
+  {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    state = gen.get_state();
+  }
+  torch::save(state, path);
+}
+
+void load_rng(const std::string& path) {
+  torch::Tensor state;
+  torch::load(state, path);
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
 
 std::vector<std::pair<int64_t, std::string>> checkpoint_dirs(const std::string& run_dir) {
   std::vector<std::pair<int64_t, std::string>> out;
@@ -63,6 +85,7 @@ std::string save_checkpoint(RunDirectory& dir, const model::CausalLMImpl& model,
   try {
     model::save_adapter(model, tmp);
     optimizer.save(path_join(tmp, "optimizer.pt"));
+    save_rng(path_join(tmp, "rng.pt"));
     write_file_atomic(path_join(tmp, "state.json"), state.to_json().dump(2) + "\n");
     write_file_atomic(path_join(tmp, "SHA256SUMS"), sha256sums(tmp));
     fs::remove_all(final_dir, ec);  // a re-run of the same step after a resume replaces it
@@ -104,6 +127,7 @@ std::optional<LoadedCheckpoint> find_latest_checkpoint(const std::string& run_di
 void restore_checkpoint(const LoadedCheckpoint& ckpt, model::CausalLMImpl& model, grpo::Optimizer& optimizer) {
   model::load_adapter_weights(model, ckpt.dir);
   optimizer.load(path_join(ckpt.dir, "optimizer.pt"));
+  if (file_exists(path_join(ckpt.dir, "rng.pt"))) load_rng(path_join(ckpt.dir, "rng.pt"));
 }
 
 int64_t truncate_metrics(const std::string& run_dir, int64_t step) {

@@ -180,6 +180,35 @@ private Q_SLOTS:
     auto resumes = events_named(cfg.output_dir, "resume");
     QVERIFY(!resumes.empty() && resumes.back()["step"].get<int64_t>() == 4);
   }
+
+  void tornNewestCheckpointFallsBackToThePreviousOne() {
+    QTemporaryDir dir;
+    auto cfg = tiny_config(dir.path().toStdString());
+    cfg.max_steps = 4;
+    cfg.save_steps = 2;
+    {
+      run::Engine engine(cfg, cfg.output_dir);
+      engine.run();
+    }
+    // Tear the newest checkpoint (step 4): truncate its optimizer state.
+    const std::string newest = cfg.output_dir + "/checkpoints/step-4/optimizer.pt";
+    QVERIFY(grpo::file_exists(newest));
+    std::string bytes = grpo::read_file(newest);
+    grpo::write_file_atomic(newest, bytes.substr(0, bytes.size() / 2));
+    auto found = run::find_latest_checkpoint(cfg.output_dir);
+    QVERIFY(found.has_value());
+    QCOMPARE(found->state.step, int64_t(2));
+    QCOMPARE(found->skipped.size(), size_t(1));
+    run::EngineOptions opts;
+    opts.resume = true;
+    run::Engine engine(cfg, cfg.output_dir, opts);
+    QCOMPARE(engine.step(), int64_t(2));
+    engine.run();
+    auto metrics = read_jsonl(cfg.output_dir + "/metrics.jsonl");
+    QCOMPARE(metrics.size(), size_t(4));
+    QCOMPARE(metrics.back()["step"].get<int64_t>(), int64_t(4));
+    QVERIFY(!events_named(cfg.output_dir, "warning").empty());
+  }
 };
 
 QTEST_GUILESS_MAIN(TestEngine)
