@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <dlfcn.h>
+#include <thread>
 
 #include <torch/torch.h>
 
@@ -21,6 +23,26 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
+
+// OpenBLAS keeps one global thread pool; when the trainer and local generators multiply
+// matrices at the same time, its threads oversubscribe the cores (and older versions serialize
+// callers). Splitting the cores between the concurrent callers is faster (BENCHMARKS.md, async).
+// Looked up at run time, so other BLAS libraries are simply left alone.
+class BlasThreadScope {
+public:
+  explicit BlasThreadScope(int concurrent_callers) {
+    set_ = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+    auto get = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+    if (!set_ || !get || concurrent_callers <= 1) { set_ = nullptr; return; }
+    before_ = get();
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    set_(std::max(1, cores / concurrent_callers));
+  }
+  ~BlasThreadScope() { if (set_) set_(before_); }
+private:
+  void (*set_)(int) = nullptr;
+  int before_ = 1;
+};
 
 }  // namespace
 
@@ -379,6 +401,9 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
   state_ = EngineState::Running;
   event({{"event", "start"}, {"mode", "async"}, {"max_steps", cfg_.max_steps}, {"sources", sources_.size()},
          {"policy_version", version_.load()}});
+  int local = 0;
+  for (auto& s : sources_) local += dynamic_cast<LocalGenerator*>(s.get()) ? 1 : 0;
+  BlasThreadScope blas_threads(1 + local);
   threads_.emplace_back([this] { scorer_loop(); });
   for (auto& s : sources_) threads_.emplace_back([this, src = s.get()] { producer_loop(src); });
 
@@ -464,7 +489,10 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
       m["perf/step_s"] = step_s;
       m["epoch"] = static_cast<double>(stream_->epoch());
       m["trainer_idle_frac"] = step_s > 0 ? m["perf/rollout_wait_s"] / step_s : 0.0;
-      m["generation_idle_frac"] = step_s > 0 ? (bp + block) / step_s / static_cast<double>(sources_.size()) : 0.0;
+      // Producers blocked on a full pipeline (the scorer's own back-pressure is what blocks them,
+      // so it is not added again).
+      m["generation_idle_frac"] = step_s > 0 ? std::min(1.0, block / step_s / static_cast<double>(sources_.size())) : 0.0;
+      m["scorer_idle_frac"] = step_s > 0 ? std::min(1.0, bp / step_s) : 0.0;
       const double fill = m["sample/rollout_queue_size"] / static_cast<double>(rollout_queue_->capacity());
       StepReport report{step, cfg_.max_steps, since(t_start), version_.load(), m, "balanced", ""};
       if (m["trainer_idle_frac"] < 0.05 && (fill > 0.8 || m["generation_idle_frac"] > 0.2)) {
