@@ -9,6 +9,7 @@
 #include "core/rollout/sampler.h"
 #include "core/run/sync_trainer.h"
 #include "engine_test_util.h"
+#include "tests/common/tiny_model.h"
 
 namespace algo = grpo::grpo;
 namespace model = grpo::model;
@@ -17,18 +18,7 @@ class TestLearning : public QObject {
   Q_OBJECT
 private Q_SLOTS:
   void freshSamplesHaveRatioOne() {
-    grpo::io::ModelConfig c;
-    c.model_type = "qwen2";
-    c.vocab_size = 64;
-    c.hidden_size = 32;
-    c.intermediate_size = 64;
-    c.num_hidden_layers = 2;
-    c.num_attention_heads = 4;
-    c.num_key_value_heads = 2;
-    c.head_dim = 8;
-    c.max_position_embeddings = 256;
-    c.attention_bias = true;
-    c.tie_word_embeddings = true;
+    auto c = grpo::testing::tiny_qwen2_config(64, 32);
     torch::manual_seed(3);
     model::CausalLM m{model::CausalLMOptions(c)};
     m->init_weights(0.3);

@@ -8,6 +8,7 @@
 
 #include "core/grpo/trainer.h"
 #include "core/model/causal_lm.h"
+#include "tests/common/tiny_model.h"
 
 namespace io = grpo::io;
 namespace model = grpo::model;
@@ -15,23 +16,7 @@ namespace algo = grpo::grpo;
 
 namespace {
 
-io::ModelConfig tiny_config() {
-  io::ModelConfig c;
-  c.model_type = "qwen2";
-  c.vocab_size = 40;
-  c.hidden_size = 16;
-  c.intermediate_size = 32;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 4;
-  c.max_position_embeddings = 128;
-  c.rope_theta = 10000.0;
-  c.attention_bias = true;
-  c.tie_word_embeddings = true;
-  c.torch_dtype = "float32";
-  return c;
-}
+io::ModelConfig tiny_config() { return grpo::testing::tiny_qwen2_config(40, 16); }
 
 model::CausalLM tiny_lora_model() {
   torch::manual_seed(42);

@@ -10,29 +10,13 @@
 #include "core/model/causal_lm.h"
 #include "core/rollout/sampler.h"
 #include "core/text/tokenizer.h"
+#include "tests/common/tiny_model.h"
 
 using namespace grpo;
 
 namespace {
 
-io::ModelConfig tiny_config(int64_t vocab = 48) {
-  io::ModelConfig c;
-  c.model_type = "qwen2";
-  c.vocab_size = vocab;
-  c.hidden_size = 32;
-  c.intermediate_size = 64;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 8;
-  c.max_position_embeddings = 512;
-  c.rope_theta = 10000.0;
-  c.attention_bias = true;
-  c.tie_word_embeddings = true;
-  c.rms_norm_eps = 1e-6;
-  c.torch_dtype = "float32";
-  return c;
-}
+io::ModelConfig tiny_config(int64_t vocab = 48) { return testing::tiny_qwen2_config(vocab, 32); }
 
 model::CausalLM tiny_model(int64_t vocab = 48, double init_std = 0.3) {
   torch::manual_seed(1234);
