@@ -7,14 +7,12 @@
 #include <torch/torch.h>
 
 #include "core/common/error.h"
+#include "core/common/timing.h"
 #include "core/grpo/packing.h"
 
 namespace grpo::grpo {
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 LossConfig loss_config(const TrainConfig& c, int64_t micro_batches) {
   LossConfig l;

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "core/common/error.h"
+#include "core/common/timing.h"
 #include "core/common/log.h"
 #include "core/grpo/advantages.h"
 #include "core/model/peft_io.h"
@@ -19,10 +20,6 @@ namespace grpo::run {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // OpenBLAS keeps one global thread pool; when the trainer and local generators multiply
 // matrices at the same time, its threads oversubscribe the cores (and older versions serialize
@@ -107,7 +104,7 @@ void Engine::add_source(std::unique_ptr<RolloutSource> source) {
 }
 
 void Engine::event(nlohmann::json e) {
-  e["time"] = wall_now();
+  e["time"] = wall_time_s();
   e["step"] = step_.load();
   try {
     dir_.append_jsonl("events.jsonl", e);
@@ -262,7 +259,7 @@ void Engine::scorer_loop() {
       continue;
     }
     auto g = *item;
-    const double wait = since(g->generated);
+    const double wait = seconds_since(g->generated);
     const auto t0 = Clock::now();
     std::vector<rollout::RewardInput> inputs;
     for (const auto& c : g->result.completions) {
@@ -291,7 +288,7 @@ void Engine::scorer_loop() {
     }
     g->per_function = scores.per_function;
     g->function_names = scores.names;
-    const double score_s = since(t0);
+    const double score_s = seconds_since(t0);
     g->enqueued = Clock::now();
     double blocked = 0;
     if (!rollout_queue_->push(g, &blocked)) return;
@@ -317,7 +314,7 @@ std::vector<std::shared_ptr<Engine::Group>> Engine::collect_groups(int64_t want,
     ++pops;
     const auto t0 = Clock::now();
     auto item = rollout_queue_->pop_for(std::chrono::milliseconds(50));
-    wait_s += since(t0);
+    wait_s += seconds_since(t0);
     if (!item) continue;
     auto g = *item;
     const int64_t staleness = version_.load() - g->result.policy_version;
@@ -327,7 +324,7 @@ std::vector<std::shared_ptr<Engine::Group>> Engine::collect_groups(int64_t want,
     }
     staleness_sum += static_cast<double>(staleness);
     staleness_max = std::max(staleness_max, static_cast<double>(staleness));
-    in_queue_sum += since(g->enqueued);
+    in_queue_sum += seconds_since(g->enqueued);
     out.push_back(std::move(g));
   }
   dropped_stale_total_ += dropped;
@@ -463,7 +460,7 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
         const auto t_sync = Clock::now();
         publish_version();
         unpublished = false;
-        m["perf/weight_sync_s"] = since(t_sync);
+        m["perf/weight_sync_s"] = seconds_since(t_sync);
       }
       if (cfg_.save_steps > 0 && step % cfg_.save_steps == 0) save_checkpoint_now();
 
@@ -494,7 +491,7 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
       m["generation_idle_frac"] = step_s > 0 ? std::min(1.0, block / step_s / static_cast<double>(sources_.size())) : 0.0;
       m["scorer_idle_frac"] = step_s > 0 ? std::min(1.0, bp / step_s) : 0.0;
       const double fill = m["sample/rollout_queue_size"] / static_cast<double>(rollout_queue_->capacity());
-      StepReport report{step, cfg_.max_steps, since(t_start), version_.load(), m, "balanced", ""};
+      StepReport report{step, cfg_.max_steps, seconds_since(t_start), version_.load(), m, "balanced", ""};
       if (m["trainer_idle_frac"] < 0.05 && (fill > 0.8 || m["generation_idle_frac"] > 0.2)) {
         report.verdict = "trainer-bound";
         report.advice = "generation waits on a full queue: speed up training (larger token_budget, no gradient "
@@ -511,7 +508,7 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
         const double acc = evaluate();
         if (!std::isnan(acc)) report.metrics["eval/accuracy"] = acc;
       }
-      nlohmann::json rec = {{"step", step}, {"time", wall_now()}, {"policy_version", version_.load()},
+      nlohmann::json rec = {{"step", step}, {"time", wall_time_s()}, {"policy_version", version_.load()},
                             {"verdict", report.verdict}};
       for (const auto& [k, v] : report.metrics) rec[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
       dir_.append_jsonl("metrics.jsonl", rec);

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "core/common/error.h"
+#include "core/common/timing.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
 #include "core/model/forward_bench.h"
@@ -24,7 +25,6 @@ namespace grpo::run {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 struct TempDir {
   std::string path;
@@ -98,7 +98,7 @@ nlohmann::json bench_async(const AsyncBenchOptions& o) {
     SyncTrainer trainer(cfg, dir);
     const auto t_run = Clock::now();
     trainer.run();
-    const double wall = since(t_run);
+    const double wall = seconds_since(t_run);
     auto s = sum_metrics(dir, {"perf/generate_s", "perf/fwd_bwd_s", "perf/optimizer_s", "rollout/score_s"});
     r["sync_wall_s"] = wall;
     r["sync_setup_s"] = std::chrono::duration<double>(t_run - t0).count();
@@ -113,7 +113,7 @@ nlohmann::json bench_async(const AsyncBenchOptions& o) {
     Engine engine(cfg, dir, eo);
     const auto t_run = Clock::now();
     engine.run();
-    const double wall = since(t_run);
+    const double wall = seconds_since(t_run);
     auto s = sum_metrics(dir, {"perf/rollout_wait_s", "perf/step_s", "rollout/backpressure_s", "generation_idle_frac",
                                "sample/staleness_mean", "sample/dropped_stale_total"});
     r["async_wall_s"] = wall;
@@ -149,14 +149,14 @@ nlohmann::json bench_learn(const LearnBenchOptions& o) {
     auto it = r.metrics.find("eval/accuracy");
     if (it == r.metrics.end()) return;
     final_acc = it->second;
-    curve.push_back({r.step, since(t0), it->second});
+    curve.push_back({r.step, seconds_since(t0), it->second});
     if (it->second >= o.target && reached.is_null()) {
-      reached = since(t0);
+      reached = seconds_since(t0);
       engine.stop();
     }
   });
   return {{"time_to_learn_s", reached}, {"base_accuracy", base}, {"final_accuracy", final_acc},
-          {"target", o.target}, {"steps", steps}, {"wall_s", since(t0)}, {"curve", curve}};
+          {"target", o.target}, {"steps", steps}, {"wall_s", seconds_since(t0)}, {"curve", curve}};
 }
 
 nlohmann::json bench_weight_sync(const WeightSyncBenchOptions& o) {
@@ -180,7 +180,7 @@ nlohmann::json bench_weight_sync(const WeightSyncBenchOptions& o) {
     for (int i = 1; i <= o.repeats; ++i) {
       const auto t0 = Clock::now();
       const std::string d = dir.publish_adapter(i, [&](const std::string& t) { model::save_adapter(*m, t); }, 2);
-      times.push_back(since(t0));
+      times.push_back(seconds_since(t0));
       bytes = static_cast<double>(fs::file_size(path_join(d, model::kAdapterWeightsName)));
     }
     std::sort(times.begin(), times.end());

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "core/common/error.h"
+#include "core/common/timing.h"
 #include "core/common/log.h"
 #include "core/grpo/advantages.h"
 #include "core/model/peft_io.h"
@@ -13,14 +14,6 @@
 
 namespace grpo::run {
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-double since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 double mean_std(const std::vector<double>& v, double* std_out) {
   double s = 0, n = 0;
@@ -110,7 +103,7 @@ std::map<std::string, double> SyncTrainer::one_step(int64_t step) {
   const int64_t tokens_before = sampler_->tokens_generated();
   auto params = policy_.sampling_params(cfg_, static_cast<uint64_t>(cfg_.seed) * 1000003ULL + static_cast<uint64_t>(step));
   auto groups = sampler_->generate(prompts, G, params, /*share_prefix=*/true, keys);
-  const double gen_s = since(t_gen);
+  const double gen_s = seconds_since(t_gen);
   const double generated = static_cast<double>(sampler_->tokens_generated() - tokens_before);
 
   // Score every completion.
@@ -129,7 +122,7 @@ std::map<std::string, double> SyncTrainer::one_step(int64_t step) {
   for (int64_t f = 0; f < F; ++f)
     for (int64_t b = 0; b < B; ++b) per_func[f][b] = scores.per_function[f][b];
   auto adv = grpo::compute_advantages(per_func, scores.weights, G, grpo::parse_scale_rewards(cfg_.scale_rewards, "scale_rewards"));
-  const double score_s = since(t_score);
+  const double score_s = seconds_since(t_score);
 
   std::vector<grpo::TrainSample> samples;
   for (int64_t b = 0; b < B; ++b) {
@@ -186,12 +179,12 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
       model::save_adapter(*policy_.model, d);
     }, keep);
   };
-  dir_.append_jsonl("events.jsonl", {{"time", now_s()}, {"event", "start"}, {"mode", "sync"}, {"max_steps", cfg_.max_steps}});
+  dir_.append_jsonl("events.jsonl", {{"time", wall_time_s()}, {"event", "start"}, {"mode", "sync"}, {"max_steps", cfg_.max_steps}});
   auto last_end = std::chrono::steady_clock::now();
   bool unpublished = false;
   for (int64_t step = 1; step <= cfg_.max_steps; ++step) {
     if (stop && stop->load()) {
-      dir_.append_jsonl("events.jsonl", {{"time", now_s()}, {"event", "stop"}, {"step", step - 1}});
+      dir_.append_jsonl("events.jsonl", {{"time", wall_time_s()}, {"event", "stop"}, {"step", step - 1}});
       break;
     }
     auto metrics = one_step(step);
@@ -200,7 +193,7 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
       const auto t_sync = std::chrono::steady_clock::now();
       publish(++version_);
       unpublished = false;
-      metrics["perf/weight_sync_s"] = since(t_sync);
+      metrics["perf/weight_sync_s"] = seconds_since(t_sync);
     }
     if (cfg_.eval_steps > 0 && !data_.eval.empty() && (step % cfg_.eval_steps == 0 || step == cfg_.max_steps))
       metrics["eval/accuracy"] = evaluate(cfg_.eval_size);
@@ -208,16 +201,16 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
     metrics["perf/step_s"] = std::chrono::duration<double>(now - last_end).count();
     last_end = now;
     metrics["epoch"] = static_cast<double>(stream_->epoch());
-    nlohmann::json rec = {{"step", step}, {"time", now_s()}, {"policy_version", version_}};
+    nlohmann::json rec = {{"step", step}, {"time", wall_time_s()}, {"policy_version", version_}};
     for (const auto& [k, v] : metrics) rec[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
     dir_.append_jsonl("metrics.jsonl", rec);
-    if (on_step) on_step({step, cfg_.max_steps, since(t_start), version_, metrics, "", ""});
+    if (on_step) on_step({step, cfg_.max_steps, seconds_since(t_start), version_, metrics, "", ""});
   }
   // The final weights are always a published version, and a copy stays in <run>/adapter.
   if (unpublished || version_ == 0) publish(++version_);
   const std::string final_dir = dir_.adapter_dir(version_);
   model::save_adapter(*policy_.model, dir_.path("adapter"));
-  dir_.append_jsonl("events.jsonl", {{"time", now_s()}, {"event", "finished"}, {"policy_version", version_}, {"adapter", dir_.path("adapter")}});
+  dir_.append_jsonl("events.jsonl", {{"time", wall_time_s()}, {"event", "finished"}, {"policy_version", version_}, {"adapter", dir_.path("adapter")}});
   return final_dir;
 }
 
