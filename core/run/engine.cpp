@@ -416,8 +416,8 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
       {
         std::unique_lock<std::mutex> lock(mu_);
         if (paused_) {
-          state_ = EngineState::Paused;
           event({{"event", "pause"}, {"inflight_samples", inflight_samples_}, {"queued_groups", rollout_queue_->size()}});
+          state_ = EngineState::Paused;  // after the event, so a reader that sees Paused finds it logged
           control_cv_.wait(lock, [&] { return !paused_ || stopping_.load(); });
           if (stopping_.load()) break;
           state_ = EngineState::Running;

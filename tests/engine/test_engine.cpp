@@ -11,6 +11,7 @@
 #include "core/run/bounded_queue.h"
 #include "core/run/checkpoint.h"
 #include "core/run/engine.h"
+#include "core/run/run_status.h"
 #include "engine_test_util.h"
 
 using namespace engine_test;
@@ -121,11 +122,20 @@ private Q_SLOTS:
     QCOMPARE(held, int64_t(2));
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     QCOMPARE(engine.step(), held);  // paused: no step happens
+    // `grpo status` sees it from the files alone, while the run is live.
+    auto status = run::read_run_status(cfg.output_dir);
+    QCOMPARE(status["state"].get<std::string>(), std::string("paused"));
+    QCOMPARE(status["step"].get<int64_t>(), int64_t(2));
     engine.resume();
     QVERIFY(wait_until([&] { return engine.state() == run::EngineState::Finished; }, 300));
     t.join();
     QCOMPARE(engine.step(), int64_t(4));
     QCOMPARE(events_named(cfg.output_dir, "pause").size(), size_t(1));
+    auto done = run::read_run_status(cfg.output_dir);
+    QCOMPARE(done["state"].get<std::string>(), std::string("finished"));
+    QCOMPARE(done["step"].get<int64_t>(), int64_t(4));
+    QCOMPARE(done["policy_version"].get<int64_t>(), engine.policy_version());
+    QVERIFY(QString::fromStdString(run::format_run_status(done)).contains("finished"));
     QCOMPARE(events_named(cfg.output_dir, "resume").size(), size_t(1));
   }
 
