@@ -5,20 +5,16 @@
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/grpo/config.h"
+#include "tests/common/error_of.h"
 
 using grpo::grpo::TrainConfig;
 using json = nlohmann::json;
 
 namespace {
 // The message of the grpo::Error that f throws, or "" if it throws none.
-template <class F>
-QString error_of(F f) {
-  try {
-    f();
-  } catch (const grpo::Error& e) {
-    return QString::fromStdString(e.what());
-  }
-  return {};
+QString error_of(const std::function<void()>& f) {
+  std::string m = grpo::testing::error_of(f);
+  return m == "(no error)" ? QString() : QString::fromStdString(m);
 }
 }  // namespace
 

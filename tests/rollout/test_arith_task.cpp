@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "tests/common/error_of.h"
 #include "core/common/error.h"
 #include "core/rollout/arith_task.h"
 #include "core/rollout/reward_builtin.h"
@@ -12,14 +13,7 @@ using namespace grpo::rollout;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const grpo::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using grpo::testing::error_of;
 
 // Operand strings of "37 + 45 * 2".
 std::vector<std::string> operands(const std::string& expr) {

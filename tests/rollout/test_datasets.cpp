@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 
+#include "tests/common/error_of.h"
 #include "core/common/error.h"
 #include "core/rollout/dataset.h"
 #include "core/rollout/dataset_csv.h"
@@ -14,14 +15,7 @@ using namespace grpo::rollout;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const grpo::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using grpo::testing::error_of;
 
 #define QVERIFY_ERROR(expr, expected)                                                            \
   do {                                                                                           \

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "tests/common/error_of.h"
 #include "core/common/error.h"
 #include "core/rollout/reward.h"
 #include "core/rollout/reward_builtin.h"
@@ -29,14 +30,7 @@ private:
   std::vector<std::optional<double>> v_;
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const grpo::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using grpo::testing::error_of;
 }  // namespace
 
 class TestRewards : public QObject {
