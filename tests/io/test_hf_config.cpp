@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "tests/common/error_of.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/io/hf_config.h"
@@ -18,14 +19,7 @@ const std::string kModels = std::string(GRPO_TEST_DATA) + "/golden/models/";
 
 json golden_config(const char* model) { return json::parse(grpo::read_file(kModels + model + "/config.json")); }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const grpo::Error& e) {
-    return e.what();
-  }
-  return "(no error thrown)";
-}
+using grpo::testing::error_of;
 
 bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 
@@ -54,12 +48,7 @@ void write_json(const std::string& path, const json& j) { grpo::write_file_atomi
 
 }  // namespace
 
-#define CHECK_ERROR(msg, ...)                                                                      \
-  do {                                                                                             \
-    const std::string m_ = (msg);                                                                  \
-    for (const std::string& n_ : std::initializer_list<std::string>{__VA_ARGS__}) \
-      QVERIFY2(contains(m_, n_), ("\"" + n_ + "\" not in: " + m_).c_str());                        \
-  } while (0)
+#define CHECK_ERROR CHECK_ERROR_CONTAINS
 
 class TestHfConfig : public QObject {
   Q_OBJECT

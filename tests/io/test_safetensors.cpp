@@ -7,6 +7,7 @@
 #include <functional>
 #include <random>
 
+#include "tests/common/error_of.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/io/safetensors.h"
@@ -28,14 +29,7 @@ std::string image(const std::string& header, const std::string& data = {}, int64
   return out + header + data;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const grpo::Error& e) {
-    return e.what();
-  }
-  return "(no error thrown)";
-}
+using grpo::testing::error_of;
 
 // The error from validating `header` + `data` as "bad.safetensors".
 std::string bad(const std::string& header, const std::string& data = {}) {
@@ -47,13 +41,7 @@ bool contains(const std::string& s, const std::string& needle) { return s.find(n
 }  // namespace
 
 // Every needle must occur in the message; the message must name the file.
-#define CHECK_ERROR(msg, ...)                                                                      \
-  do {                                                                                             \
-    const std::string m_ = (msg);                                                                  \
-    QVERIFY2(contains(m_, "bad.safetensors"), m_.c_str());                                         \
-    for (const std::string& n_ : std::initializer_list<std::string>{__VA_ARGS__}) \
-      QVERIFY2(contains(m_, n_), ("\"" + n_ + "\" not in: " + m_).c_str());                        \
-  } while (0)
+#define CHECK_ERROR(msg, ...) CHECK_ERROR_CONTAINS(msg, "bad.safetensors", __VA_ARGS__)
 
 class TestSafetensors : public QObject {
   Q_OBJECT
