@@ -48,11 +48,6 @@ public:
     not_full_.notify_all();
     not_empty_.notify_all();
   }
-  // Room again after close() (a resumed engine reuses its queues).
-  void reopen() {
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = false;
-  }
 
   size_t size() const {
     std::lock_guard<std::mutex> lock(mu_);
