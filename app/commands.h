@@ -19,6 +19,12 @@ void add_run_bench_commands(CLI::App& app);
 // $GRPO_RESOURCES, the installed share dir, or the source tree's resources/.
 std::string resources_dir();
 #endif
+#ifdef GRPO_WITH_EXPORT
+void add_export_commands(CLI::App& app);    // grpo export (cmd_export.cpp)
+#endif
+#ifdef GRPO_WITH_CLUSTER
+void add_worker_commands(CLI::App& app);    // grpo worker (cmd_worker.cpp)
+#endif
 
 // "1,2,3" -> {1, 2, 3}; errors name the option.
 std::vector<int64_t> parse_id_list(const std::string& text, const std::string& option);

@@ -19,6 +19,12 @@ int main(int argc, char** argv) {
   grpo::cli::add_sft_commands(app);
   grpo::cli::add_run_bench_commands(app);
 #endif
+#ifdef GRPO_WITH_EXPORT
+  grpo::cli::add_export_commands(app);
+#endif
+#ifdef GRPO_WITH_CLUSTER
+  grpo::cli::add_worker_commands(app);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
