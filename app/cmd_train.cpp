@@ -79,7 +79,7 @@ void add_train_commands(CLI::App& app) {
     std::string config, output, resume;
     bool demo = false, sync = false;
     int64_t steps = 0;
-    int generators = 1;
+    int generators = -1;
   };
   auto a = std::make_shared<TrainArgs>();
   auto* train = app.add_subcommand("train", "Train a LoRA adapter with asynchronous GRPO (TRL config keys)");
@@ -88,7 +88,7 @@ void add_train_commands(CLI::App& app) {
   train->add_option("--steps", a->steps, "Override max_steps");
   train->add_option("--output", a->output, "Run directory (default: runs/run-<date>-<time>)");
   train->add_option("--resume", a->resume, "Continue the run in RUN_DIR from its newest intact checkpoint");
-  train->add_option("--generators", a->generators, "In-process generator threads (async engine)");
+  train->add_option("--generators", a->generators, "In-process generator threads (async engine; default: the config's local_generators)");
   train->add_flag("--sync", a->sync, "Synchronous loop (generate, score, train, repeat) instead of the async engine");
   train->footer("Signals: SIGINT/SIGTERM stop gracefully (final checkpoint and adapter); SIGUSR1 pauses/resumes.");
   train->callback([a] {
@@ -127,7 +127,7 @@ void add_train_commands(CLI::App& app) {
       adapter = trainer.run([tty](const run::StepReport& r) { print_progress(r, tty); }, &g_stop);
     } else {
       run::EngineOptions eo;
-      eo.local_generators = a->generators;
+      eo.local_generators = a->generators >= 0 ? a->generators : static_cast<int>(cfg.local_generators);
       eo.resume = !a->resume.empty();
       run::Engine engine(cfg, cfg.output_dir, eo);
       // Signals only set flags; a watcher thread turns them into engine commands.

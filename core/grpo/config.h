@@ -64,6 +64,13 @@ struct TrainConfig {
   int64_t weight_sync_steps = 1;
   int64_t max_inflight_tasks = -1;     // -1: max(max_staleness,1) x batch x grad accumulation
   int64_t queue_maxsize = 1024;
+  int64_t local_generators = 1;        // in-process generator threads (0: remote workers only)
+  // workers (core/cluster): remote rollout workers reached over HTTP
+  std::vector<std::string> worker_urls;  // http(s)://host:port of `grpo worker` or vLLM servers
+  std::string cluster_token_file;      // "" = ~/.config/grpo-studio/cluster-token (made on first use)
+  bool discovery = false;              // listen for signed worker beacons
+  std::string discovery_address = "239.255.77.42:29517";  // UDP multicast group:port of beacons
+  double worker_timeout_s = 60;        // a completion request slower than this takes the worker out
   // rewards
   nlohmann::json reward_funcs = nlohmann::json::array({{{"name", "accuracy"}}});
   std::vector<double> reward_weights;  // empty = all 1
