@@ -13,7 +13,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/resources/models/tiny-arith}
 GRPO=${GRPO:-}
 if [[ -z "$GRPO" ]]; then
-  for b in "$ROOT/build/main/grpo" "$ROOT/build/sft/grpo" "$ROOT/build/grpo"; do
+  for b in "$ROOT/build/release/app/grpo" "$ROOT/build/main/app/grpo" "$ROOT/build/app/grpo"; do
     if [[ -x "$b" ]]; then GRPO=$b; break; fi
   done
 fi
@@ -59,7 +59,7 @@ rm -rf "$OUT.tmp"
 cd "$WORK"  # a relative --model keeps the temp path out of config.json's _name_or_path
 "$GRPO" sft --model init --task arith --difficulty "$DIFFICULTY" --seed "$SEED" --full \
   --save-format checkpoint --output "$OUT.tmp" \
-  --steps 250 --lr 3e-3 --lr-scheduler cosine --batch-size 64 --token-budget 256 \
+  --steps "${SFT_STEPS:-250}" --lr 3e-3 --lr-scheduler cosine --batch-size 64 --token-budget 256 \
   --set warmup_ratio=0.05 --set weight_decay=0.0 --set eval_size=200 \
   --logging-steps 25 --eval-steps 50
 

@@ -193,6 +193,7 @@ GrpoTrainer::GrpoTrainer(model::CausalLM model, const TrainConfig& config)
   oc.beta2 = config.adam_beta2;
   oc.eps = config.adam_epsilon;
   optimizer_ = std::make_unique<Optimizer>(model_->lora_parameters(), oc);
+  model_->set_gradient_checkpointing(config.gradient_checkpointing);
 }
 
 void GrpoTrainer::retune(const TrainConfig& config) {

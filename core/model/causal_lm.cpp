@@ -1,5 +1,6 @@
 // CausalLM: module wiring, per-call mask/position preparation, LoRA management.
 #include "core/model/causal_lm.h"
+#include "core/model/grad_checkpoint.h"
 
 #include <limits>
 
@@ -174,7 +175,17 @@ torch::Tensor CausalLMImpl::hidden_states(const torch::Tensor& input_ids, const 
   auto ids = input_ids.to(device(), torch::kInt64);
   auto p = prepare(ids, args, inv_freq_, dtype());
   auto h = model->embed_tokens(ids);  // (B, T, C)
-  for (auto& layer : model->decoder_layers) h = layer(h, p.rope, p.mask, args.cache);
+  const bool recompute = gradient_checkpointing_ && !args.cache && torch::GradMode::is_enabled();
+  for (auto& layer : model->decoder_layers) {
+    if (recompute) {
+      // The block runs again in backward, after this frame is gone: capture by value.
+      h = checkpointed([layer, rope = p.rope, mask = p.mask](const torch::Tensor& x) mutable {
+        return layer(x, rope, mask, static_cast<KVCache*>(nullptr));
+      }, h);
+    } else {
+      h = layer(h, p.rope, p.mask, args.cache);
+    }
+  }
   if (args.cache) args.cache->advance(p.new_valid);
   if (args.last_only) h = h.narrow(1, h.size(1) - 1, 1);  // (B, 1, C)
   return model->norm(h);

@@ -119,6 +119,12 @@ public:
   // N(0, std) linears and embedding, zero biases, unit norms (Hugging Face's _init_weights).
   void init_weights(double std = 0.02);
 
+  // Recompute each decoder layer's activations in backward instead of keeping them
+  // (grad_checkpoint.h): less memory for long rows, one extra forward per layer. Applies to
+  // forwards with grad enabled and no KV cache (training); generation is unaffected.
+  void set_gradient_checkpointing(bool on) { gradient_checkpointing_ = on; }
+  bool gradient_checkpointing() const { return gradient_checkpointing_; }
+
   const io::ModelConfig& config() const { return options_.config(); }
   torch::Dtype dtype() const { return options_.dtype(); }
   torch::Device device() const { return options_.device(); }
@@ -132,6 +138,7 @@ private:
   torch::Tensor inv_freq_;  // (D/2) fp32 rope inverse frequencies
   std::optional<LoraConfig> lora_;
   bool adapter_enabled_ = true;
+  bool gradient_checkpointing_ = false;
 };
 TORCH_MODULE(CausalLM);
 
