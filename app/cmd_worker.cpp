@@ -1,0 +1,104 @@
+// `grpo worker`: serve a base model and runtime-loaded LoRA adapters over the vLLM-compatible
+// HTTP subset (core/cluster/worker_server.h). Prints "listening on http://HOST:PORT" once ready
+// (the real port when --listen asks for port 0); SIGINT/SIGTERM stop it cleanly.
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include <QCoreApplication>
+
+#include "app/commands.h"
+#include "core/cluster/cluster_token.h"
+#include "core/cluster/worker_server.h"
+#include "core/common/error.h"
+
+namespace grpo::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+// "HOST:PORT", "[v6]:PORT" or ":PORT" (all interfaces).
+void parse_listen(const std::string& text, std::string& host, uint16_t& port) {
+  const size_t colon = text.rfind(':');
+  check(colon != std::string::npos, "--listen " + text, "expected HOST:PORT", "e.g. 127.0.0.1:8000, [::1]:0, :8000");
+  host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) host = "0.0.0.0";
+  const std::string p = text.substr(colon + 1);
+  check(!p.empty() && p.size() <= 5 && p.find_first_not_of("0123456789") == std::string::npos, "--listen " + text,
+        "port must be a number in [0, 65535]");
+  const int v = std::stoi(p);
+  check(v <= 65535, "--listen " + text, "port must be a number in [0, 65535]");
+  port = static_cast<uint16_t>(v);
+}
+
+}  // namespace
+
+void add_worker_commands(CLI::App& app) {
+  struct Args {
+    std::string model, listen = "127.0.0.1:8000", token_file, bucket, name, served_name;
+    int threads = 0, max_loras = 8;
+    int64_t max_lora_rank = 64, max_batch = 256, max_body_mb = 32;
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("worker", "Serve rollouts for remote trainers (vLLM-compatible HTTP API)");
+  cmd->add_option("--model", args->model, "Base model directory (Hugging Face layout)")->required();
+  cmd->add_option("--listen", args->listen, "HOST:PORT to listen on (port 0: any free port)")->capture_default_str();
+  cmd->add_option("--token-file", args->token_file,
+                  "Cluster token file (default: " + cluster::default_token_path() + ", created if missing)");
+  cmd->add_option("--bucket", args->bucket, "Directory adapters may be loaded from (lora_path must lie inside)");
+  cmd->add_option("--name", args->name, "Worker name (default: HOSTNAME-PORT)");
+  cmd->add_option("--served-model-name", args->served_name, "The base model's id in the API (default: --model)");
+  cmd->add_option("--threads", args->threads, "Torch threads (0: library default)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--max-loras", args->max_loras, "LoRA adapters loaded at once (>= max_staleness + 2)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--max-lora-rank", args->max_lora_rank, "Largest LoRA rank accepted")->capture_default_str();
+  cmd->add_option("--max-batch", args->max_batch, "Most sequences (prompts x n) generated together")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  cmd->add_option("--max-body-mb", args->max_body_mb, "Largest request body in MiB (larger: 413)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(1), int64_t(4096)));
+  cmd->callback([args] {
+    cluster::WorkerOptions o;
+    parse_listen(args->listen, o.host, o.port);
+    o.model_dir = args->model;
+    o.served_model_name = args->served_name;
+    o.token = args->token_file.empty() ? cluster::load_or_create_token(cluster::default_token_path())
+                                       : cluster::read_token_file(args->token_file);
+    o.bucket = args->bucket;
+    o.name = args->name;
+    o.version = GRPO_VERSION;
+    o.threads = args->threads;
+    o.max_loras = args->max_loras;
+    o.max_lora_rank = args->max_lora_rank;
+    o.max_batch_sequences = args->max_batch;
+    o.limits.max_body_bytes = static_cast<size_t>(args->max_body_mb) << 20;
+
+    // Qt's event loops (the server thread's) want an application object; this thread only waits.
+    static int qt_argc = 1;
+    static char qt_name[] = "grpo";
+    static char* qt_argv[] = {qt_name, nullptr};
+    QCoreApplication qt(qt_argc, qt_argv);
+
+    cluster::WorkerServer worker(o);
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    worker.start();
+    std::cout << "listening on " << worker.url() << std::endl;
+    std::cerr << "grpo worker " << worker.status_json()["name"].get<std::string>() << ": model " << o.model_dir
+              << (o.bucket.empty() ? std::string(", no --bucket (adapter loads refused)") : ", bucket " + o.bucket)
+              << std::endl;
+    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::cerr << "grpo worker: stopping" << std::endl;
+    worker.stop();
+  });
+}
+
+}  // namespace grpo::cli

@@ -1,0 +1,216 @@
+#include "core/cluster/adapter_store.h"
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+
+#include <QCryptographicHash>
+#include <QFile>
+
+#include <torch/torch.h>
+
+#include "core/cluster/http_message.h"
+#include "core/common/error.h"
+#include "core/common/files.h"
+#include "core/common/strings.h"
+#include "core/model/peft_io.h"
+
+namespace fs = std::filesystem;
+
+namespace grpo::cluster {
+namespace {
+
+// True when `p` equals `root` or lies below it, compared component by component.
+bool is_within(const fs::path& p, const fs::path& root) {
+  auto pi = p.begin();
+  for (auto ri = root.begin(); ri != root.end(); ++ri, ++pi) {
+    if (ri->empty() && std::next(ri) == root.end()) return true;  // root ends with '/'
+    if (pi == p.end() || *pi != *ri) return false;
+  }
+  return true;
+}
+
+std::string not_found(const std::string& name, const std::string& path) {
+  return "Loading lora " + name + " failed: No adapter found for " + path;
+}
+
+}  // namespace
+
+std::string sha256_file(const std::string& path) {
+  QFile f(QString::fromStdString(path));
+  if (!f.open(QIODevice::ReadOnly)) throw Error(path, "cannot open for hashing");
+  QCryptographicHash h(QCryptographicHash::Sha256);
+  if (!h.addData(&f)) throw Error(path, "read failed while hashing");
+  return h.result().toHex().toStdString();
+}
+
+AdapterStore::AdapterStore(model::CausalLM base, AdapterStoreOptions options)
+    : base_(std::move(base)), options_(std::move(options)) {
+  if (!options_.bucket_root.empty()) {
+    std::error_code ec;
+    const fs::path real = fs::canonical(options_.bucket_root, ec);
+    check(!ec && fs::is_directory(real), options_.bucket_root, "bucket root is not a readable directory",
+          "pass --bucket the directory the trainer publishes adapters into");
+    root_real_ = real.string();
+  }
+}
+
+std::string AdapterStore::resolve(const std::string& lora_name, const std::string& lora_path) const {
+  if (root_real_.empty())
+    throw HttpError(400, "this worker was started without --bucket, so it cannot load adapters",
+                    "BadRequestError");
+  if (starts_with(lora_path, "http://") || starts_with(lora_path, "https://"))
+    throw HttpError(400, "lora_path " + lora_path + ": adapter URLs are not supported by this worker; give a path "
+                    "inside its bucket " + root_real_);
+  const fs::path root(root_real_);
+  fs::path p(lora_path);
+  if (p.is_relative()) p = root / p;
+  p = p.lexically_normal();
+  std::error_code ec;
+  if (!fs::exists(p, ec)) {
+    if (is_within(p, root) || is_within(p, fs::path(options_.bucket_root).lexically_normal()))
+      throw HttpError(404, not_found(lora_name, lora_path), "NotFoundError");
+    throw HttpError(400, "lora_path " + lora_path + " is outside this worker's bucket " + root_real_);
+  }
+  const fs::path real = fs::canonical(p, ec);
+  if (ec) throw HttpError(400, "lora_path " + lora_path + ": " + ec.message());
+  if (!is_within(real, root))
+    throw HttpError(400, "lora_path " + lora_path + " resolves to " + real.string() + ", outside this worker's bucket " +
+                             root_real_);
+  if (!fs::is_directory(real)) throw HttpError(400, "lora_path " + lora_path + " is not a directory");
+  return real.string();
+}
+
+std::shared_ptr<LoadedAdapter> AdapterStore::build(const std::string& lora_name, const std::string& dir) const {
+  const fs::path root(root_real_);
+  // Every file we read must exist and resolve inside the bucket (a symlink may not lead out).
+  auto inside = [&](const std::string& file, bool required) -> std::string {
+    const fs::path p = fs::path(dir) / file;
+    std::error_code ec;
+    if (!fs::exists(p, ec)) {
+      if (required) throw HttpError(404, not_found(lora_name, dir), "NotFoundError");
+      return {};
+    }
+    const fs::path real = fs::canonical(p, ec);
+    if (ec || !is_within(real, root) || !fs::is_regular_file(real))
+      throw HttpError(400, dir + "/" + file + " is not a regular file inside this worker's bucket " + root_real_);
+    return real.string();
+  };
+  const std::string config_file = inside(model::kAdapterConfigName, true);
+  const std::string weights_file = inside(model::kAdapterWeightsName, true);
+  const std::string sums_file = inside("SHA256SUMS", false);
+
+  auto a = std::make_shared<LoadedAdapter>();
+  a->name = lora_name;
+  a->path = dir;
+  if (!sums_file.empty()) {
+    std::vector<std::string> bad, listed;
+    for (const auto& raw : split(read_file(sums_file), '\n')) {
+      const std::string line = trim(raw);
+      if (line.empty()) continue;
+      // sha256sum's format: "<64 hex>  name" (text mode) or "<64 hex> *name" (binary mode).
+      if (line.size() < 67 || line[64] != ' ' || (line[65] != ' ' && line[65] != '*'))
+        throw HttpError(400, sums_file + ": malformed line \"" + line.substr(0, 80) + "\"");
+      const std::string hash = line.substr(0, 64), name = line.substr(66);
+      if (name.find('/') != std::string::npos || name == "." || name == "..")
+        throw HttpError(400, sums_file + ": file name \"" + name + "\" is not a plain name in the adapter directory");
+      const std::string file = inside(name, false);
+      listed.push_back(name);
+      std::string actual = file.empty() ? std::string() : sha256_file(file);
+      if (actual != hash) bad.push_back(name + (file.empty() ? " (missing)" : ""));
+      if (name == model::kAdapterWeightsName) a->sha256 = actual;
+    }
+    for (const char* required : {model::kAdapterConfigName, model::kAdapterWeightsName})
+      if (std::find(listed.begin(), listed.end(), required) == listed.end())
+        throw HttpError(400, sums_file + " does not list " + std::string(required) + ", so it cannot be verified");
+    if (!bad.empty())
+      throw HttpError(400, "adapter " + dir + " does not match its SHA256SUMS: " + join(bad, ", ") +
+                               " (changed after publication, or a copy in progress?)");
+    a->verified = true;
+  } else {
+    a->sha256 = sha256_file(weights_file);
+  }
+
+  try {
+    const model::LoraConfig cfg = model::read_adapter_config(dir);
+    if (cfg.r > options_.max_lora_rank)
+      throw HttpError(400, "LoRA rank " + std::to_string(cfg.r) + " is greater than max_lora_rank " +
+                               std::to_string(options_.max_lora_rank) + ".");
+    a->rank = cfg.r;
+    a->lora_alpha = cfg.lora_alpha;
+    // A model that aliases the base weights (same storage) and owns only its LoRA factors.
+    model::CausalLM m(model::CausalLMOptions(base_->config())
+                          .dtype(base_->dtype())
+                          .device(base_->device())
+                          .init_weights(false));
+    torch::NoGradGuard no_grad;
+    auto mine = m->named_base_parameters();
+    for (const auto& kv : base_->named_base_parameters()) {
+      torch::Tensor* p = mine.find(kv.key());
+      check(p != nullptr, lora_name, "base parameter " + kv.key() + " missing");
+      p->set_data(kv.value().detach());
+    }
+    model::load_adapter(*m, dir);
+    m->eval();
+    a->model = m;
+  } catch (const Error& e) {
+    throw HttpError(400, "Loading lora " + lora_name + " failed: " + e.what());
+  }
+  a->loaded_at = static_cast<int64_t>(std::time(nullptr));
+  return a;
+}
+
+std::shared_ptr<const LoadedAdapter> AdapterStore::load(const std::string& lora_name, const std::string& lora_path,
+                                                        bool inplace) {
+  if (lora_name.empty() || lora_path.empty())
+    throw HttpError(400, "Both 'lora_name' and 'lora_path' must be provided.", "InvalidUserInput");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if ((loaded_.count(lora_name) && !inplace) || loading_.count(lora_name))
+      throw HttpError(400, "The lora adapter '" + lora_name + "' has already been loaded.", "InvalidUserInput");
+    if (!loaded_.count(lora_name) && static_cast<int>(loaded_.size() + loading_.size()) >= options_.max_loras)
+      throw HttpError(400, "cannot load lora adapter '" + lora_name + "': " + std::to_string(options_.max_loras) +
+                               " adapters are loaded (--max-loras); unload one first");
+    loading_.insert(lora_name);
+  }
+  std::shared_ptr<LoadedAdapter> a;
+  try {
+    a = build(lora_name, resolve(lora_name, lora_path));
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    loading_.erase(lora_name);
+    throw;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  loading_.erase(lora_name);
+  loaded_[lora_name] = a;
+  if (!order_.count(lora_name)) order_[lora_name] = ++sequence_;
+  return a;
+}
+
+void AdapterStore::unload(const std::string& lora_name) {
+  if (lora_name.empty())
+    throw HttpError(400, "'lora_name' needs to be provided to unload a LoRA adapter.", "InvalidUserInput");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!loaded_.erase(lora_name))
+    throw HttpError(404, "The lora adapter '" + lora_name + "' cannot be found.", "NotFoundError");
+  order_.erase(lora_name);
+}
+
+std::shared_ptr<const LoadedAdapter> AdapterStore::find(const std::string& lora_name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = loaded_.find(lora_name);
+  return it == loaded_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<const LoadedAdapter>> AdapterStore::list() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<int64_t, std::shared_ptr<const LoadedAdapter>>> v;
+  for (const auto& [name, a] : loaded_) v.emplace_back(order_.at(name), a);
+  std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::shared_ptr<const LoadedAdapter>> out;
+  for (auto& [k, a] : v) out.push_back(std::move(a));
+  return out;
+}
+
+}  // namespace grpo::cluster

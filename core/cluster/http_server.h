@@ -1,0 +1,95 @@
+// HttpServer: a small HTTP/1.1 server on QTcpServer, running on its own QThread and event loop.
+// Keep-alive and pipelined requests (answered in order), Content-Length bodies only (chunked
+// uploads get 501), limits on header size (431), body size (413) and open connections (503), a
+// slow-client timeout from a request's first byte to its last (408), an idle keep-alive timeout,
+// bearer-token auth on every route (401), and a route table of (method, path) -> handler.
+//
+// Handlers run on the server thread and must not block it: a handler that does heavy work hands
+// its Reply to another thread and calls Reply::send() from there when done (thread-safe, once).
+// Errors thrown by a handler become JSON error responses (HttpError: its status; anything else:
+// 500), in vLLM's shape (http_message.h).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cluster/http_message.h"
+
+class QThread;
+
+namespace grpo::cluster {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";  // "0.0.0.0", "::", "127.0.0.1", "::1", or an interface address
+  uint16_t port = 0;               // 0: any free port (see HttpServer::port())
+  std::string bearer_token;        // every request needs "Authorization: Bearer <token>"; empty = none
+  HttpLimits limits;
+  int max_connections = 256;       // more -> 503 and close
+  int request_timeout_ms = 30000;  // first byte of a request to its last; slower -> 408 and close
+  int idle_timeout_ms = 120000;    // a kept-alive connection without a request is closed
+  std::string server_name = "grpo-worker";
+};
+
+class ServerCore;
+struct ReplyLink;
+
+// The way back to one request's connection. Copyable; the first send() wins, later ones are
+// ignored. Safe to call from any thread, also after the client went away or the server stopped.
+class Reply {
+public:
+  Reply() = default;
+  void send(HttpResponse response) const;
+  bool sent() const;
+
+private:
+  friend class ServerCore;
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+using HttpHandler = std::function<void(const HttpRequest&, Reply)>;
+
+struct HttpServerStats {
+  int64_t requests = 0;          // requests dispatched to a handler
+  int64_t rejected = 0;          // answered by the server itself with an error (4xx/5xx)
+  int64_t connections_open = 0;
+};
+
+class HttpServer {
+public:
+  explicit HttpServer(HttpServerOptions options);
+  ~HttpServer();  // stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Routes are fixed before start(). A path registered for another method answers 405.
+  void route(const std::string& method, const std::string& path, HttpHandler handler);
+
+  // Binds and starts serving; throws grpo::Error naming the address when it cannot listen.
+  void start();
+  // Closes the listener and every connection and joins the thread. Replies sent later are dropped.
+  void stop();
+
+  uint16_t port() const { return port_; }  // the bound port (after start)
+  const std::string& host() const { return options_.host; }
+  std::string url() const;                  // "http://127.0.0.1:8000" ("[::1]" for IPv6)
+  HttpServerStats stats() const;
+
+private:
+  HttpServerOptions options_;
+  struct Route {
+    std::string method, path;
+    HttpHandler handler;
+  };
+  std::vector<Route> routes_;
+  QThread* thread_ = nullptr;
+  ServerCore* core_ = nullptr;
+  std::shared_ptr<ReplyLink> link_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace grpo::cluster

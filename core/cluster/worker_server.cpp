@@ -1,0 +1,353 @@
+#include "core/cluster/worker_server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+#include <QCryptographicHash>
+
+#include <torch/torch.h>
+
+#include "core/cluster/adapter_store.h"
+#include "core/cluster/completion_api.h"
+#include "core/cluster/http_server.h"
+#include "core/cluster/worker_batcher.h"
+#include "core/common/error.h"
+#include "core/common/files.h"
+#include "core/common/log.h"
+#include "core/model/weights.h"
+#include "core/text/tokenizer.h"
+
+
+namespace grpo::cluster {
+namespace {
+
+using nlohmann::json;
+
+void add_unique(std::vector<int64_t>& v, int64_t x) {
+  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+}
+
+// The ids that end a completion by default (vLLM: the tokenizer's EOS and generation_config's).
+std::vector<int64_t> default_stop_ids(const model::CausalLMImpl& m, const text::Tokenizer& tok, const std::string& dir) {
+  std::vector<int64_t> ids;
+  for (int64_t id : m.config().eos_token_ids) add_unique(ids, id);
+  const std::string gen = path_join(dir, "generation_config.json");
+  if (file_exists(gen)) {
+    auto j = json::parse(read_file(gen), nullptr, false);
+    if (j.is_object() && j.contains("eos_token_id")) {
+      const auto& e = j["eos_token_id"];
+      if (e.is_number_integer()) add_unique(ids, e.get<int64_t>());
+      else if (e.is_array())
+        for (const auto& x : e)
+          if (x.is_number_integer()) add_unique(ids, x.get<int64_t>());
+    }
+  }
+  if (auto eos = tok.eos_id()) add_unique(ids, *eos);
+  return ids;
+}
+
+// The same fingerprint discovery beacons carry (worker_announcer's model_fingerprint): the
+// first 16 hex digits of SHA-256(config.json), so a trainer can tell another base model apart.
+std::string config_fingerprint(const std::string& dir) {
+  const std::string config = read_file(path_join(dir, "config.json"));
+  return QCryptographicHash::hash(QByteArray::fromStdString(config), QCryptographicHash::Sha256)
+      .toHex()
+      .left(16)
+      .toStdString();
+}
+
+json parse_body(const HttpRequest& req) {
+  json j = json::parse(req.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw HttpError(400, "request body must be a JSON object");
+  return j;
+}
+
+std::string string_field(const json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return {};
+  if (!j[key].is_string()) throw HttpError(400, std::string("'") + key + "': expected a string");
+  return j[key].get<std::string>();
+}
+
+// One background thread running queued tasks in order (adapter loads: slow file reads and
+// hashing that must not block the HTTP thread, and that are better done one at a time).
+class TaskThread {
+public:
+  TaskThread() : thread_([this] { run(); }) {}
+  ~TaskThread() { stop(); }
+  void post(std::function<void()> task) {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+    cv_.notify_all();
+  }
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+private:
+  void run() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+        if (tasks_.empty()) return;  // stopping, and everything queued was run
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+struct WorkerServer::Impl {
+  WorkerOptions options;
+  model::CausalLM base{nullptr};
+  std::shared_ptr<text::Tokenizer> tokenizer;
+  ModelLimits limits;
+  std::string fingerprint;
+  std::string device_name;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::unique_ptr<AdapterStore> adapters;
+  std::unique_ptr<WorkerBatcher> batcher;
+  std::unique_ptr<TaskThread> loader;
+  std::unique_ptr<HttpServer> http;
+
+  void add_routes();
+  void completions(const HttpRequest& req, Reply reply);
+  json models_json() const;
+  json server_info(bool text) const;
+};
+
+WorkerServer::WorkerServer(WorkerOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& d = *impl_;
+  d.options = std::move(options);
+  auto& o = d.options;
+  check(!o.model_dir.empty(), "grpo worker", "no model directory given", "pass --model DIR");
+  check(!o.token.empty(), "grpo worker", "no cluster token", "pass --token-file F");
+  if (o.served_model_name.empty()) o.served_model_name = o.model_dir;
+  if (o.threads > 0) torch::set_num_threads(o.threads);
+  const torch::Device device = torch::cuda::is_available() ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
+  d.device_name = device.is_cuda() ? "cuda" : "cpu";
+  d.base = model::from_pretrained(o.model_dir, model::default_compute_dtype(device), device);
+  d.base->eval();
+  d.tokenizer = std::make_shared<text::Tokenizer>(text::Tokenizer::load(o.model_dir));
+  d.limits.vocab_size = d.base->config().vocab_size;
+  d.limits.max_model_len = d.base->config().max_position_embeddings;
+  d.limits.eos_token_ids = default_stop_ids(*d.base, *d.tokenizer, o.model_dir);
+  d.limits.max_n = std::max<int64_t>(1, o.max_batch_sequences);
+  d.fingerprint = config_fingerprint(o.model_dir);
+  d.adapters = std::make_unique<AdapterStore>(d.base, AdapterStoreOptions{o.bucket, o.max_loras, o.max_lora_rank});
+}
+
+WorkerServer::~WorkerServer() { stop(); }
+
+void WorkerServer::start() {
+  Impl& d = *impl_;
+  check(!d.http, "grpo worker", "already started");
+  BatcherOptions bo;
+  bo.worker_name = d.options.name;
+  bo.max_batch_sequences = d.options.max_batch_sequences;
+  d.batcher = std::make_unique<WorkerBatcher>(d.base, d.tokenizer, bo);
+  d.loader = std::make_unique<TaskThread>();
+  HttpServerOptions ho;
+  ho.host = d.options.host;
+  ho.port = d.options.port;
+  ho.bearer_token = d.options.token;
+  ho.limits = d.options.limits;
+  ho.request_timeout_ms = d.options.request_timeout_ms;
+  ho.max_connections = d.options.max_connections;
+  d.http = std::make_unique<HttpServer>(ho);
+  d.add_routes();
+  d.http->route("GET", "/grpo/status", [this](const HttpRequest&, Reply r) {
+    r.send(HttpResponse::json(200, status_json()));
+  });
+  d.http->start();
+  if (d.options.name.empty()) {  // known only now when the port was 0
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    d.options.name = std::string(host) + "-" + std::to_string(d.http->port());
+  }
+  d.batcher->set_worker_name(d.options.name);
+}
+
+void WorkerServer::stop() {
+  Impl& d = *impl_;
+  // Order: fail what is queued (answered while the server still runs), finish loads, close the
+  // server; only then free the objects its routes use.
+  if (d.batcher) d.batcher->stop();
+  if (d.loader) d.loader->stop();
+  if (d.http) d.http->stop();
+  d.batcher.reset();
+  d.loader.reset();
+  d.http.reset();
+}
+
+uint16_t WorkerServer::port() const { return impl_->http ? impl_->http->port() : 0; }
+std::string WorkerServer::url() const { return impl_->http ? impl_->http->url() : std::string(); }
+
+json WorkerServer::status_json() const {
+  const Impl& d = *impl_;
+  json adapters = json::array();
+  for (const auto& a : d.adapters->list()) adapters.push_back({{"name", a->name}, {"sha256", a->sha256}});
+  const BatcherStats b = d.batcher ? d.batcher->stats() : BatcherStats{};
+  const HttpServerStats h = d.http ? d.http->stats() : HttpServerStats{};
+  const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - d.started).count();
+  return {{"name", d.options.name},
+          {"url", url()},
+          {"model", d.options.served_model_name},
+          {"model_fingerprint", d.fingerprint},
+          {"devices", json::array({d.device_name})},
+          {"version", d.options.version},
+          {"load", {{"queued", b.queued}, {"running", b.running}, {"connections", h.connections_open}}},
+          {"paused", b.paused},
+          {"adapters", adapters},
+          {"max_loras", d.options.max_loras},
+          {"served", {{"requests", b.requests}, {"batches", b.batches}, {"completions", b.completions},
+                      {"tokens", b.tokens}}},
+          {"uptime_s", uptime}};
+}
+
+json WorkerServer::Impl::models_json() const {
+  const int64_t created = static_cast<int64_t>(std::time(nullptr));
+  auto card = [&](const std::string& id, const std::string& root, json parent) {
+    return json{{"id", id},
+                {"object", "model"},
+                {"created", created},
+                {"owned_by", "vllm"},
+                {"root", root},
+                {"parent", parent},
+                {"max_model_len", limits.max_model_len},
+                {"permission", json::array({{{"id", "modelperm-" + id},
+                                             {"object", "model_permission"},
+                                             {"created", created},
+                                             {"allow_create_engine", false},
+                                             {"allow_sampling", true},
+                                             {"allow_logprobs", true},
+                                             {"allow_search_indices", false},
+                                             {"allow_view", true},
+                                             {"allow_fine_tuning", false},
+                                             {"organization", "*"},
+                                             {"group", nullptr},
+                                             {"is_blocking", false}}})}};
+  };
+  json data = json::array({card(options.served_model_name, options.model_dir, nullptr)});
+  for (const auto& a : adapters->list()) data.push_back(card(a->name, a->path, options.served_model_name));
+  return {{"object", "list"}, {"data", data}};
+}
+
+json WorkerServer::Impl::server_info(bool text) const {
+  json lora = {{"max_lora_rank", options.max_lora_rank}, {"max_loras", options.max_loras},
+               {"max_cpu_loras", options.max_loras}};
+  json config = {{"model", options.model_dir},
+                 {"served_model_name", options.served_model_name},
+                 {"max_model_len", limits.max_model_len},
+                 {"lora_config", lora},
+                 {"logprobs_mode", "processed_logprobs"},
+                 {"device", device_name}};
+  json vllm_config = config;
+  if (text)
+    vllm_config = "model=" + options.model_dir + ", served_model_name=" + options.served_model_name +
+                  ", max_model_len=" + std::to_string(limits.max_model_len) +
+                  ", lora_config=LoRAConfig(max_lora_rank=" + std::to_string(options.max_lora_rank) +
+                  ", max_loras=" + std::to_string(options.max_loras) + "), logprobs_mode=processed_logprobs";
+  return {{"vllm_config", vllm_config},
+          {"vllm_env", {{"VLLM_ALLOW_RUNTIME_LORA_UPDATING", "1"}, {"VLLM_SERVER_DEV_MODE", "1"}}},
+          {"system_env", {{"device", device_name}, {"torch_threads", torch::get_num_threads()}, {"engine", "grpo worker"},
+                          {"version", options.version}}}};
+}
+
+void WorkerServer::Impl::completions(const HttpRequest& req, Reply reply) {
+  CompletionJob job = parse_completion_request(req.body, limits, tokenizer.get());
+  std::shared_ptr<const LoadedAdapter> adapter;
+  if (job.model.empty()) job.model = options.served_model_name;
+  if (job.model != options.served_model_name) {
+    adapter = adapters->find(job.model);
+    if (!adapter) throw HttpError(404, "The model `" + job.model + "` does not exist.", "NotFoundError");
+  }
+  batcher->submit(std::move(job), std::move(adapter), [reply](HttpResponse r) { reply.send(std::move(r)); });
+}
+
+void WorkerServer::Impl::add_routes() {
+  HttpServer& s = *http;
+  s.route("GET", "/health", [](const HttpRequest&, Reply r) { r.send(HttpResponse::text(200, "")); });
+  s.route("GET", "/version", [this](const HttpRequest&, Reply r) {
+    r.send(HttpResponse::json(200, {{"version", options.version}}));
+  });
+  s.route("GET", "/v1/models", [this](const HttpRequest&, Reply r) { r.send(HttpResponse::json(200, models_json())); });
+  s.route("POST", "/v1/completions", [this](const HttpRequest& req, Reply r) { completions(req, std::move(r)); });
+  s.route("POST", "/v1/load_lora_adapter", [this](const HttpRequest& req, Reply r) {
+    const json j = parse_body(req);
+    const std::string name = string_field(j, "lora_name"), path = string_field(j, "lora_path");
+    bool inplace = false;
+    if (j.contains("load_inplace") && !j["load_inplace"].is_null()) {
+      if (!j["load_inplace"].is_boolean()) throw HttpError(400, "'load_inplace': expected true or false");
+      inplace = j["load_inplace"].get<bool>();
+    }
+    loader->post([this, name, path, inplace, r] {
+      try {
+        const auto a = adapters->load(name, path, inplace);
+        log_info(options.name + ": loaded LoRA adapter '" + name + "' from " + a->path + " (sha256 " +
+                 a->sha256.substr(0, 12) + (a->verified ? ", verified" : ", no SHA256SUMS") + ")");
+        r.send(HttpResponse::text(200, "Success: LoRA adapter '" + name + "' added successfully."));
+      } catch (const HttpError& e) {
+        r.send(e.response());
+      } catch (const std::exception& e) {
+        r.send(HttpResponse::error(500, "Loading lora " + name + " failed: " + e.what()));
+      }
+    });
+  });
+  s.route("POST", "/v1/unload_lora_adapter", [this](const HttpRequest& req, Reply r) {
+    const json j = parse_body(req);
+    const std::string name = string_field(j, "lora_name");
+    adapters->unload(name);
+    log_info(options.name + ": removed LoRA adapter '" + name + "'");
+    r.send(HttpResponse::text(200, "Success: LoRA adapter '" + name + "' removed successfully."));
+  });
+  s.route("POST", "/pause", [this](const HttpRequest& req, Reply r) {
+    std::string mode = req.query_param("mode").value_or("abort");
+    // Deprecated form: wait_for_inflight_requests=true means mode=wait.
+    if (!req.query_param("mode") && req.query_param("wait_for_inflight_requests").value_or("") == "true") mode = "wait";
+    PauseMode m;
+    if (mode == "abort") m = PauseMode::Abort;
+    else if (mode == "wait") m = PauseMode::Wait;
+    else if (mode == "keep") m = PauseMode::Keep;
+    else throw HttpError(400, "'mode': expected abort, wait or keep, got \"" + mode + "\"");
+    batcher->pause(m, [r] { r.send(HttpResponse::json(200, {{"status", "paused"}})); });
+  });
+  s.route("POST", "/resume", [this](const HttpRequest&, Reply r) {
+    batcher->resume();
+    r.send(HttpResponse::json(200, {{"status", "resumed"}}));
+  });
+  s.route("GET", "/is_paused", [this](const HttpRequest&, Reply r) {
+    r.send(HttpResponse::json(200, {{"is_paused", batcher->is_paused()}}));
+  });
+  s.route("GET", "/server_info", [this](const HttpRequest& req, Reply r) {
+    const std::string format = req.query_param("config_format").value_or("text");
+    if (format != "text" && format != "json") throw HttpError(400, "'config_format': expected text or json");
+    r.send(HttpResponse::json(200, server_info(format == "text")));
+  });
+  s.route("GET", "/get_world_size", [](const HttpRequest&, Reply r) {
+    r.send(HttpResponse::json(200, {{"world_size", 1}}));
+  });
+}
+
+}  // namespace grpo::cluster

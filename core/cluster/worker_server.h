@@ -1,0 +1,67 @@
+// WorkerServer: what `grpo worker` serves. A base model (read-only) plus LoRA adapters loaded
+// from the bucket at runtime, behind the subset of vLLM's OpenAI-compatible server that an async
+// GRPO trainer uses (DESIGN.md "Workers and the wire", facts §5):
+//   POST /v1/completions                       token-id prompts, n, logprobs: 0, return_token_ids
+//   POST /v1/load_lora_adapter, /v1/unload_lora_adapter
+//   GET  /health, /v1/models, /is_paused, /server_info, /get_world_size, /version
+//   POST /pause?mode=abort|wait|keep, /resume
+//   GET  /grpo/status                          our addition: status_json()
+// Every route needs "Authorization: Bearer <cluster token>". Completions carry, besides vLLM's
+// fields, "grpo": {"adapter", "sha256", "worker", ...}: which adapter (name and weights hash)
+// produced them. Generation runs on the batcher's thread, adapter loads on a loader thread; the
+// HTTP thread only parses and answers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/cluster/http_message.h"
+
+namespace grpo::cluster {
+
+struct WorkerOptions {
+  std::string model_dir;           // Hugging Face layout (config.json, *.safetensors, tokenizer.json)
+  std::string served_model_name;   // the base model's id in the API; default: model_dir as given
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;               // 0: any free port
+  std::string token;               // the cluster token (required)
+  std::string bucket;              // adapters may only be loaded from inside this directory
+  std::string name;                // the worker's name (default: hostname-port)
+  std::string version;             // the program's version, reported by /version and status
+  int threads = 0;                 // torch intra-op threads; 0 = library default
+  int max_loras = 8;               // adapters loaded at once (>= max_staleness + 2)
+  int64_t max_lora_rank = 64;
+  int64_t max_batch_sequences = 256;
+  HttpLimits limits;
+  int request_timeout_ms = 30000;
+  int max_connections = 256;
+};
+
+class WorkerServer {
+public:
+  // Loads the model and tokenizer (throws grpo::Error naming what is wrong). Does not listen yet.
+  explicit WorkerServer(WorkerOptions options);
+  ~WorkerServer();  // stop()
+  WorkerServer(const WorkerServer&) = delete;
+  WorkerServer& operator=(const WorkerServer&) = delete;
+
+  void start();  // listens; throws grpo::Error when it cannot
+  void stop();   // stops accepting, answers queued requests 503, joins threads
+
+  uint16_t port() const;
+  std::string url() const;  // "http://HOST:PORT"
+
+  // The worker's state for discovery beacons and /grpo/status: name, url, model, model
+  // fingerprint, devices, version, load (queued, running, connections), loaded adapters, paused.
+  // Thread-safe; cheap.
+  nlohmann::json status_json() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace grpo::cluster

@@ -1,0 +1,415 @@
+// HttpServer over real sockets on 127.0.0.1: requests split into pieces, pipelined keep-alive
+// requests answered in order (also when the first reply comes later from another thread), the
+// limits (413 body, 431 headers, 503 connections), malformed input (400, 505, 501 chunked), bearer
+// auth (401), the slow-client timeout (408), routing (404, 405), handler errors in vLLM's error
+// shape, Expect: 100-continue, HTTP/1.0 closing, and replies to clients that went away.
+// The parser is also checked directly on byte strings.
+#include <QTcpSocket>
+#include <QtTest>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/cluster/http_message.h"
+#include "core/cluster/http_server.h"
+
+using namespace grpo::cluster;
+using nlohmann::json;
+
+namespace {
+
+const std::string kToken = "0123456789abcdef0123456789abcdef";
+
+struct Response {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+};
+
+// A raw HTTP client: writes bytes as given and reads responses one by one. Every wait is
+// bounded (count and time); a missing response fails the test instead of hanging it.
+class RawClient {
+public:
+  explicit RawClient(uint16_t port) {
+    socket_.connectToHost("127.0.0.1", port);
+    ok_ = socket_.waitForConnected(5000);
+  }
+  bool connected() const { return ok_; }
+  void send(const std::string& bytes) {
+    socket_.write(bytes.data(), static_cast<qint64>(bytes.size()));
+    socket_.waitForBytesWritten(5000);
+  }
+  // Reads one complete response; status 0 when none arrived within `timeout_ms` or the peer closed.
+  Response read(int timeout_ms = 10000) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (int i = 0; i < 100000; ++i) {
+      Response r;
+      size_t used = 0;
+      if (parse(r, used)) {
+        buf_.erase(0, used);
+        return r;
+      }
+      if (std::chrono::steady_clock::now() > deadline) break;
+      if (socket_.state() != QAbstractSocket::ConnectedState && socket_.bytesAvailable() == 0) break;
+      socket_.waitForReadyRead(50);
+      const QByteArray d = socket_.readAll();
+      buf_.append(d.constData(), static_cast<size_t>(d.size()));
+    }
+    return {};
+  }
+  // True when the server closes the connection within the time.
+  bool closed_by_peer(int timeout_ms = 10000) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (socket_.state() == QAbstractSocket::UnconnectedState) return true;
+      socket_.waitForReadyRead(50);
+      socket_.readAll();
+    }
+    return socket_.state() == QAbstractSocket::UnconnectedState;
+  }
+  void close() { socket_.abort(); }
+
+private:
+  bool parse(Response& r, size_t& used) {
+    const size_t end = buf_.find("\r\n\r\n");
+    if (end == std::string::npos) return false;
+    const std::string head = buf_.substr(0, end);
+    r.status = std::stoi(head.substr(9, 3));
+    size_t pos = head.find("\r\n");
+    while (pos != std::string::npos && pos < head.size()) {
+      const size_t next = head.find("\r\n", pos + 2);
+      const std::string line = head.substr(pos + 2, next == std::string::npos ? std::string::npos : next - pos - 2);
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string name = line.substr(0, colon);
+        for (auto& c : name) c = static_cast<char>(std::tolower(c));
+        r.headers[name] = line.substr(colon + 2);
+      }
+      pos = next;
+    }
+    const size_t length = r.headers.count("content-length") ? std::stoul(r.headers["content-length"]) : 0;
+    if (buf_.size() < end + 4 + length) return false;
+    r.body = buf_.substr(end + 4, length);
+    used = end + 4 + length;
+    return true;
+  }
+  QTcpSocket socket_;
+  bool ok_ = false;
+  std::string buf_;
+};
+
+std::string post(const std::string& path, const std::string& body, const std::string& token = kToken,
+                 const std::string& extra = "") {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+         (token.empty() ? "" : "Authorization: Bearer " + token + "\r\n") + extra +
+         "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+std::string get(const std::string& path, const std::string& token = kToken) {
+  return "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+         (token.empty() ? "" : "Authorization: Bearer " + token + "\r\n") + "\r\n";
+}
+
+// A vLLM-shaped error body with this status.
+bool is_error_body(const Response& r, int status) {
+  const json j = json::parse(r.body, nullptr, false);
+  return !j.is_discarded() && j.contains("error") && j["error"]["code"] == status && j["error"]["message"].is_string() &&
+         !j["error"]["message"].get<std::string>().empty() && j["error"]["type"].is_string() &&
+         j["error"].contains("param");
+}
+
+std::unique_ptr<HttpServer> make_server(HttpServerOptions o = {}) {
+  o.host = "127.0.0.1";
+  o.port = 0;
+  if (o.bearer_token.empty()) o.bearer_token = kToken;
+  auto s = std::make_unique<HttpServer>(o);
+  s->route("POST", "/echo", [](const HttpRequest& req, Reply r) {
+    r.send(HttpResponse::json(200, {{"method", req.method},
+                                    {"path", req.path},
+                                    {"mode", req.query_param("mode").value_or("")},
+                                    {"body", req.body},
+                                    {"x", req.header("x-test").value_or("")}}));
+  });
+  s->route("GET", "/echo", [](const HttpRequest& req, Reply r) {
+    r.send(HttpResponse::json(200, {{"method", req.method}, {"path", req.path}}));
+  });
+  // Answers from another thread, later: the pipelined request behind it must wait its turn.
+  s->route("POST", "/slow", [](const HttpRequest& req, Reply r) {
+    std::thread([r, body = req.body] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      r.send(HttpResponse::json(200, {{"slow", body}}));
+    }).detach();
+  });
+  s->route("GET", "/bad", [](const HttpRequest&, Reply) { throw HttpError(422, "unprocessable thing"); });
+  s->route("GET", "/boom", [](const HttpRequest&, Reply) { throw std::runtime_error("handler exploded"); });
+  s->start();
+  return s;
+}
+
+}  // namespace
+
+class TestHttpServer : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  void parserHandlesHeadsByteByByte() {
+    const std::string req = "POST /pause?mode=keep&x=a%20b HTTP/1.1\r\nHost: h\r\ncontent-LENGTH:  5 \r\n"
+                            "Connection: close\r\n\r\nhello";
+    HttpLimits limits;
+    for (size_t cut = 0; cut < req.size() - 5; ++cut) {
+      HttpRequest r;
+      QCOMPARE(int(parse_request_head(std::string_view(req).substr(0, cut), limits, r).status),
+               int(HeadParse::Status::Incomplete));
+    }
+    HttpRequest r;
+    const HeadParse h = parse_request_head(req, limits, r);
+    QCOMPARE(int(h.status), int(HeadParse::Status::Ok));
+    QCOMPARE(h.head_bytes, req.size() - 5);
+    QCOMPARE(r.method, std::string("POST"));
+    QCOMPARE(r.path, std::string("/pause"));
+    QCOMPARE(r.query_param("mode").value(), std::string("keep"));
+    QCOMPARE(r.query_param("x").value(), std::string("a b"));
+    QVERIFY(!r.query_param("y"));
+    QCOMPARE(r.content_length.value(), uint64_t(5));
+    QCOMPARE(r.header("Content-Length").value(), std::string("5"));
+    QVERIFY(!r.keep_alive());
+    // Errors: what RFC 9112 says to refuse.
+    struct Case {
+      const char* text;
+      int status;
+    } cases[] = {
+        {"GARBAGE\r\n\r\n", 400},
+        {"GET  /x HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        {"GET x HTTP/1.1\r\nHost: h\r\n\r\n", 400},
+        {"GET /x HTTP/2.0\r\nHost: h\r\n\r\n", 505},
+        {"GET /x HTTP/1.1\r\n\r\n", 400},                                  // no Host
+        {"GET /x HTTP/1.1\r\nHost: h\r\nBad Header: v\r\n\r\n", 400},
+        {"GET /x HTTP/1.1\r\nHost: h\r\n folded\r\n\r\n", 400},
+        {"POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", 400},
+        {"POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n", 400},
+        {"POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+    };
+    for (const auto& c : cases) {
+      HttpRequest x;
+      const HeadParse e = parse_request_head(c.text, limits, x);
+      QVERIFY2(e.status == HeadParse::Status::Error, c.text);
+      QVERIFY2(e.error_status == c.status, (std::string(c.text) + " -> " + std::to_string(e.error_status)).c_str());
+    }
+    // A bad request line is refused as soon as it is complete, before the headers end.
+    HttpRequest x;
+    QCOMPARE(int(parse_request_head("NOT A REQUEST LINE\r\nHost: h", limits, x).status), int(HeadParse::Status::Error));
+  }
+
+  void splitPacketsAndKeepAlive() {
+    auto server = make_server();
+    RawClient c(server->port());
+    QVERIFY(c.connected());
+    const std::string req = post("/echo?mode=wait", R"({"a":1})", kToken, "X-Test: yes\r\n");
+    // Three pieces, the cuts inside the request line, a header and the body.
+    c.send(req.substr(0, 7));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    c.send(req.substr(7, 60));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    c.send(req.substr(67));
+    Response r = c.read();
+    QCOMPARE(r.status, 200);
+    const json j = json::parse(r.body);
+    QCOMPARE(j["body"].get<std::string>(), std::string(R"({"a":1})"));
+    QCOMPARE(j["mode"].get<std::string>(), std::string("wait"));
+    QCOMPARE(j["x"].get<std::string>(), std::string("yes"));
+    QCOMPARE(r.headers["connection"], std::string("keep-alive"));
+    // Same connection, a second request.
+    c.send(get("/echo"));
+    r = c.read();
+    QCOMPARE(r.status, 200);
+    QCOMPARE(json::parse(r.body)["method"].get<std::string>(), std::string("GET"));
+  }
+
+  void pipelinedRequestsAnswerInOrder() {
+    auto server = make_server();
+    RawClient c(server->port());
+    QVERIFY(c.connected());
+    c.send(post("/slow", "first") + post("/echo", "second") + post("/echo", "third"));
+    Response a = c.read(), b = c.read(), d = c.read();
+    QCOMPARE(a.status, 200);
+    QCOMPARE(json::parse(a.body)["slow"].get<std::string>(), std::string("first"));
+    QCOMPARE(json::parse(b.body)["body"].get<std::string>(), std::string("second"));
+    QCOMPARE(json::parse(d.body)["body"].get<std::string>(), std::string("third"));
+    QCOMPARE(server->stats().requests, int64_t(3));
+  }
+
+  void oversizedBodyGets413() {
+    HttpServerOptions o;
+    o.limits.max_body_bytes = 1024;
+    auto server = make_server(o);
+    RawClient c(server->port());
+    QVERIFY(c.connected());
+    c.send(post("/echo", std::string(5000, 'x')));
+    Response r = c.read();
+    QCOMPARE(r.status, 413);
+    QVERIFY2(is_error_body(r, 413), r.body.c_str());
+    QCOMPARE(r.headers["connection"], std::string("close"));
+    QVERIFY(c.closed_by_peer());
+    // At the limit is fine.
+    RawClient ok(server->port());
+    ok.send(post("/echo", std::string(1024, 'y')));
+    QCOMPARE(ok.read().status, 200);
+  }
+
+  void oversizedHeadersGet431() {
+    HttpServerOptions o;
+    o.limits.max_header_bytes = 512;
+    auto server = make_server(o);
+    RawClient c(server->port());
+    c.send("GET /echo HTTP/1.1\r\nHost: h\r\nX-Big: " + std::string(2000, 'a') + "\r\n\r\n");
+    Response r = c.read();
+    QCOMPARE(r.status, 431);
+    QVERIFY(is_error_body(r, 431));
+  }
+
+  void malformedRequestsAreRefused() {
+    auto server = make_server();
+    {
+      RawClient c(server->port());
+      c.send("THIS IS NOT HTTP\r\n\r\n");
+      Response r = c.read();
+      QCOMPARE(r.status, 400);
+      QVERIFY(is_error_body(r, 400));
+      QVERIFY(c.closed_by_peer());
+    }
+    {
+      RawClient c(server->port());
+      c.send("GET /echo HTTP/3.0\r\nHost: h\r\n\r\n");
+      QCOMPARE(c.read().status, 505);
+    }
+    {
+      RawClient c(server->port());
+      c.send("POST /echo HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer " + kToken +
+             "\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+      Response r = c.read();
+      QCOMPARE(r.status, 501);
+      QVERIFY(r.body.find("Content-Length") != std::string::npos);
+    }
+    // The server keeps serving afterwards.
+    RawClient c(server->port());
+    c.send(get("/echo"));
+    QCOMPARE(c.read().status, 200);
+  }
+
+  void everyRouteNeedsTheBearerToken() {
+    auto server = make_server();
+    for (const std::string& token : {std::string(), std::string("wrong-token"), kToken + "x"}) {
+      RawClient c(server->port());
+      c.send(token.empty() ? get("/echo", "") : get("/echo", token));
+      Response r = c.read();
+      QCOMPARE(r.status, 401);
+      QVERIFY(is_error_body(r, 401));
+      QCOMPARE(r.headers["www-authenticate"], std::string("Bearer"));
+    }
+    // Unknown paths too: no route is revealed without the token.
+    RawClient c(server->port());
+    c.send(get("/nowhere", ""));
+    QCOMPARE(c.read().status, 401);
+    RawClient good(server->port());
+    good.send(get("/echo"));
+    QCOMPARE(good.read().status, 200);
+  }
+
+  void slowClientTimesOut() {
+    HttpServerOptions o;
+    o.request_timeout_ms = 300;
+    auto server = make_server(o);
+    RawClient c(server->port());
+    c.send("GET /echo HTTP/1.1\r\nHo");  // and then nothing
+    Response r = c.read(20000);
+    QCOMPARE(r.status, 408);
+    QVERIFY(is_error_body(r, 408));
+    QVERIFY(c.closed_by_peer());
+    // A body that stops short also times out.
+    RawClient d(server->port());
+    d.send(post("/echo", "0123456789").substr(0, 120));
+    QCOMPARE(d.read(20000).status, 408);
+  }
+
+  void routingAndHandlerErrors() {
+    auto server = make_server();
+    RawClient c(server->port());
+    c.send(get("/missing"));
+    Response r = c.read();
+    QCOMPARE(r.status, 404);
+    QVERIFY(is_error_body(r, 404));
+    c.send("DELETE /echo HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer " + kToken + "\r\n\r\n");
+    r = c.read();
+    QCOMPARE(r.status, 405);
+    QVERIFY(r.headers["allow"].find("POST") != std::string::npos);
+    c.send(get("/bad"));
+    r = c.read();
+    QCOMPARE(r.status, 422);
+    QCOMPARE(json::parse(r.body)["error"]["message"].get<std::string>(), std::string("unprocessable thing"));
+    c.send(get("/boom"));
+    r = c.read();
+    QCOMPARE(r.status, 500);
+    QCOMPARE(json::parse(r.body)["error"]["type"].get<std::string>(), std::string("InternalServerError"));
+    c.send(get("/echo"));  // still the same connection
+    QCOMPARE(c.read().status, 200);
+  }
+
+  void connectionLimit() {
+    HttpServerOptions o;
+    o.max_connections = 2;
+    auto server = make_server(o);
+    RawClient a(server->port()), b(server->port());
+    a.send(get("/echo"));
+    b.send(get("/echo"));
+    QCOMPARE(a.read().status, 200);  // both are registered now
+    QCOMPARE(b.read().status, 200);
+    RawClient c(server->port());
+    Response r = c.read();
+    QCOMPARE(r.status, 503);
+    QVERIFY(is_error_body(r, 503));
+    QCOMPARE(server->stats().connections_open, int64_t(2));
+  }
+
+  void expectContinueAndHttp10() {
+    auto server = make_server();
+    RawClient c(server->port());
+    const std::string body = R"({"x":2})";
+    c.send("POST /echo HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer " + kToken +
+           "\r\nExpect: 100-continue\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+    QCOMPARE(c.read().status, 100);
+    c.send(body);
+    Response r = c.read();
+    QCOMPARE(r.status, 200);
+    QCOMPARE(json::parse(r.body)["body"].get<std::string>(), body);
+    RawClient old(server->port());
+    old.send("GET /echo HTTP/1.0\r\nAuthorization: Bearer " + kToken + "\r\n\r\n");
+    r = old.read();
+    QCOMPARE(r.status, 200);
+    QCOMPARE(r.headers["connection"], std::string("close"));
+    QVERIFY(old.closed_by_peer());
+  }
+
+  void replyAfterTheClientLeftIsHarmless() {
+    auto server = make_server();
+    {
+      RawClient c(server->port());
+      c.send(post("/slow", "gone"));
+      c.close();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the reply arrives to nobody
+    RawClient c(server->port());
+    c.send(get("/echo"));
+    QCOMPARE(c.read().status, 200);
+    // Stopping with a reply still to come is harmless too.
+    RawClient d(server->port());
+    d.send(post("/slow", "late"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    server->stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestHttpServer)
+#include "test_http_server.moc"
