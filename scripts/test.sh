@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# One command: install dependencies, build, and run every test. Usage: scripts/test.sh [PRESET]
+# One command: install dependencies, build, run every test, then fuzz each parser briefly.
+# Usage: scripts/test.sh [PRESET]   (GRPO_FUZZ_SECONDS=N sets the fuzzing time per target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-release}"
 scripts/setup.sh
 scripts/build.sh "$preset"
 ctest --preset "$preset" -j2
+# Every parser of untrusted input under libFuzzer + ASan + UBSan, for a bounded time each.
+scripts/fuzz.sh "${GRPO_FUZZ_SECONDS:-30}"

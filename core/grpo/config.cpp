@@ -195,6 +195,15 @@ json get_field(const TrainConfig& c, const Field& f) {
       f.member);
 }
 
+// JSON strings must be UTF-8 (nlohmann's parser checks; yaml-cpp does not): reject bad text at
+// load time with its position, not later when the config is written back out.
+void require_utf8(const std::string& text, const YAML::Node& n, const std::string& source) {
+  if (is_valid_utf8(text)) return;
+  const auto m = n.Mark();
+  throw Error(source, "line " + std::to_string(m.line + 1) + ", column " + std::to_string(m.column + 1) +
+                          ": text is not valid UTF-8", "save the file as UTF-8");
+}
+
 json yaml_to_json(const YAML::Node& n, const std::string& source) {
   switch (n.Type()) {
     case YAML::NodeType::Null: return nullptr;
@@ -205,11 +214,16 @@ json yaml_to_json(const YAML::Node& n, const std::string& source) {
     }
     case YAML::NodeType::Map: {
       json o = json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = yaml_to_json(kv.second, source);
+      for (const auto& kv : n) {
+        const auto key = kv.first.as<std::string>();
+        require_utf8(key, kv.first, source);
+        o[key] = yaml_to_json(kv.second, source);
+      }
       return o;
     }
     case YAML::NodeType::Scalar: {
       const std::string s = n.Scalar();
+      require_utf8(s, n, source);
       if (n.Tag() == "!") return s;  // quoted: always a string
       if (s == "null" || s == "~" || s.empty()) return nullptr;
       if (s == "true" || s == "True") return true;
@@ -282,22 +296,23 @@ json TrainConfig::to_json() const {
   return j;
 }
 
-json load_config_file(const std::string& path) {
-  std::string text = read_file(path);
-  if (ends_with(path, ".yaml") || ends_with(path, ".yml")) {
+json parse_config_text(const std::string& text, const std::string& source) {
+  if (ends_with(source, ".yaml") || ends_with(source, ".yml")) {
     try {
-      return yaml_to_json(YAML::Load(text), path);
+      return yaml_to_json(YAML::Load(text), source);
     } catch (const YAML::Exception& e) {
-      throw Error(path, "line " + std::to_string(e.mark.line + 1) + ", column " + std::to_string(e.mark.column + 1) +
-                            ": invalid YAML: " + e.msg);
+      throw Error(source, "line " + std::to_string(e.mark.line + 1) + ", column " + std::to_string(e.mark.column + 1) +
+                              ": invalid YAML: " + e.msg);
     }
   }
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
-    throw Error(path, std::string("invalid JSON: ") + e.what());
+    throw Error(source, std::string("invalid JSON: ") + e.what());
   }
 }
+
+json load_config_file(const std::string& path) { return parse_config_text(read_file(path), path); }
 
 TrainConfig load_train_config(const std::string& path) {
   TrainConfig c;

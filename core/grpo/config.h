@@ -92,6 +92,8 @@ struct TrainConfig {
 
 // Loads a .json, .yaml or .yml file into a JSON object (YAML scalars typed as YAML 1.2 core).
 nlohmann::json load_config_file(const std::string& path);
+// The same for text already in memory; `source` names it and its extension picks the parser.
+nlohmann::json parse_config_text(const std::string& text, const std::string& source);
 // load_config_file + TrainConfig::apply + validate.
 TrainConfig load_train_config(const std::string& path);
 

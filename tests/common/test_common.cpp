@@ -23,6 +23,17 @@ private Q_SLOTS:
     QCOMPARE(grpo::nearest_name("zzz", keys), std::string());
     QCOMPARE(grpo::edit_distance("kitten", "sitting"), size_t(3));
   }
+  void utf8Validation() {
+    QVERIFY(grpo::is_valid_utf8(""));
+    QVERIFY(grpo::is_valid_utf8("plain ascii"));
+    QVERIFY(grpo::is_valid_utf8("h\xc3\xa9llo \xe6\x97\xa5\xf0\x9f\x98\x80"));  // é 日 😀
+    QVERIFY(!grpo::is_valid_utf8("\x2e\xff"));            // never a UTF-8 byte
+    QVERIFY(!grpo::is_valid_utf8("\xc3"));                 // truncated sequence
+    QVERIFY(!grpo::is_valid_utf8("\xc0\xaf"));            // overlong "/"
+    QVERIFY(!grpo::is_valid_utf8("\xed\xa0\x80"));       // surrogate U+D800
+    QVERIFY(!grpo::is_valid_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+    QVERIFY(!grpo::is_valid_utf8("a\x80" "b"));             // stray continuation byte
+  }
   void splitJoinTrim() {
     auto parts = grpo::split("a,,b", ',');
     QCOMPARE(parts.size(), size_t(3));
