@@ -8,7 +8,9 @@
 
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/common/log.h"
 #include "core/common/strings.h"
+#include "core/grpo/trl_keys.h"
 
 namespace grpo::grpo {
 namespace {
@@ -252,7 +254,11 @@ int64_t TrainConfig::resolved_max_inflight_tasks() const {
 void TrainConfig::apply(const json& j, const std::string& source) {
   check(j.is_object(), source, std::string("expected a JSON/YAML object of settings, got ") + j.type_name());
   TrainConfig next = *this;  // all or nothing: a bad key leaves this config unchanged
-  for (const auto& [key, value] : j.items()) {
+  // TRL/PEFT configs load as they are: their keys are renamed, or listed as ignored with why.
+  const TrlImport trl = translate_trl_config(j, source, [](const std::string& k) { return find_field(k) != nullptr; });
+  for (const auto& n : trl.ignored) log_warn(source + ": ignoring \"" + n.key + "\" (" + n.value.dump() + "): " + n.note);
+  for (const auto& n : trl.translated) log_info(source + ": \"" + n.key + "\" " + n.note);
+  for (const auto& [key, value] : trl.config.items()) {
     const Field* f = find_field(key);
     if (!f) {
       std::string near = nearest_name(key, config_keys());

@@ -15,6 +15,7 @@
 #include "core/run/checkpoint.h"
 #include "core/run/local_generator.h"
 #include "core/run/sync_trainer.h"
+#include "core/run/tensorboard.h"
 
 namespace grpo::run {
 namespace {
@@ -406,6 +407,7 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
 
   const auto t_start = Clock::now();
   auto last_end = Clock::now();
+  TensorBoardWriter tensorboard(dir_.root());  // events.out.tfevents.* beside metrics.jsonl
   double bp_before = 0, block_before = 0;
   int64_t tokens_before = 0;
   bool unpublished = false;
@@ -512,6 +514,7 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
                             {"verdict", report.verdict}};
       for (const auto& [k, v] : report.metrics) rec[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
       dir_.append_jsonl("metrics.jsonl", rec);
+      tensorboard.log_metrics(rec);
       if (on_step) on_step(report);
     }
   } catch (const std::exception& e) {

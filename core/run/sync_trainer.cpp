@@ -11,6 +11,7 @@
 #include "core/grpo/advantages.h"
 #include "core/model/peft_io.h"
 #include "core/rollout/arith_task.h"
+#include "core/run/tensorboard.h"
 
 namespace grpo::run {
 namespace {
@@ -182,6 +183,7 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
   dir_.append_jsonl("events.jsonl", {{"time", wall_time_s()}, {"event", "start"}, {"mode", "sync"}, {"max_steps", cfg_.max_steps}});
   auto last_end = std::chrono::steady_clock::now();
   bool unpublished = false;
+  TensorBoardWriter tensorboard(dir_.root());  // events.out.tfevents.* beside metrics.jsonl
   for (int64_t step = 1; step <= cfg_.max_steps; ++step) {
     if (stop && stop->load()) {
       dir_.append_jsonl("events.jsonl", {{"time", wall_time_s()}, {"event", "stop"}, {"step", step - 1}});
@@ -204,6 +206,7 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
     nlohmann::json rec = {{"step", step}, {"time", wall_time_s()}, {"policy_version", version_}};
     for (const auto& [k, v] : metrics) rec[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
     dir_.append_jsonl("metrics.jsonl", rec);
+    tensorboard.log_metrics(rec);
     if (on_step) on_step({step, cfg_.max_steps, seconds_since(t_start), version_, metrics, "", ""});
   }
   // The final weights are always a published version, and a copy stays in <run>/adapter.

@@ -1,0 +1,250 @@
+// TRL configs load as they are (issue 7, §2): a real-looking TRL AsyncGRPO + LoRA YAML (the
+// ModelConfig / ScriptArguments / AsyncGRPOConfig / TrainingArguments keys that `trl` CLI configs
+// mix), a GRPOConfig-style JSON with TRL's null defaults, and a PEFT adapter_config.json. Keys
+// that exist in TRL or PEFT but not here are listed as ignored with a reason; renamed keys land
+// on our names; settings that would change the maths (DoRA, num_iterations 2) and truly unknown
+// keys are errors, the latter with the nearest known key.
+#include <QtTest>
+
+#include <algorithm>
+
+#include "core/common/files.h"
+#include "core/grpo/config.h"
+#include "core/grpo/trl_keys.h"
+#include "../common/error_of.h"
+
+using grpo::grpo::TrainConfig;
+using grpo::testing::error_of;
+using json = nlohmann::json;
+
+namespace {
+
+const char* kTrlYaml = R"(# AsyncGRPO with LoRA, as in TRL's async GRPO docs and the hfjobs-lora-buckets recipe
+model_name_or_path: Qwen/Qwen2.5-Math-1.5B
+model_revision: main
+torch_dtype: bfloat16
+attn_implementation: kernels-community/flash-attn3
+dataset_name: trl-lib/DeepMath-103K
+dataset_train_split: train
+use_peft: true
+lora_r: 1
+lora_alpha: 2
+lora_dropout: 0.0
+lora_target_modules: all-linear
+output_dir: runs/async-grpo-lora
+learning_rate: 4.0e-5
+lr_scheduler_type: constant
+warmup_ratio: 0.0
+per_device_train_batch_size: 8
+gradient_accumulation_steps: 6
+num_generations: 8
+max_completion_length: 3000
+temperature: 1.0
+epsilon: 0.2
+epsilon_high: 0.28
+max_staleness: 4
+weight_sync_steps: 4
+max_inflight_tasks: 384
+queue_maxsize: 768
+token_budget: 16384
+gradient_checkpointing: false
+bf16: true
+logging_steps: 1
+save_steps: 100
+save_total_limit: 2
+report_to: trackio
+run_name: async-grpo-lora
+vllm_server_base_url: http://localhost:8000
+vllm_server_timeout: 240.0
+request_timeout: 600
+heartbeat_stale_after_s: 300.0
+log_completions: true
+num_completions_to_print: null
+max_steps: 500
+seed: 42
+push_to_hub: false
+fsdp: ""
+)";
+
+bool has_note(const std::vector<grpo::grpo::TrlNote>& notes, const std::string& key, const std::string& needle) {
+  return std::any_of(notes.begin(), notes.end(),
+                     [&](const auto& n) { return n.key == key && n.note.find(needle) != std::string::npos; });
+}
+
+grpo::grpo::TrlImport translate(const json& j) {
+  const auto own = grpo::grpo::config_keys();
+  return grpo::grpo::translate_trl_config(
+      j, "test", [&](const std::string& k) { return std::find(own.begin(), own.end(), k) != own.end(); });
+}
+
+}  // namespace
+
+class TestTrlConfig : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  void trl_async_grpo_yaml_loads_as_is() {
+    QTemporaryDir tmp;
+    const std::string path = tmp.path().toStdString() + "/async_grpo.yaml";
+    grpo::write_file_atomic(path, kTrlYaml);
+    const json j = grpo::grpo::load_config_file(path);
+
+    TrainConfig c;
+    c.apply(j, path);  // no error
+    QCOMPARE(c.r, int64_t(1));              // lora_r
+    QCOMPARE(c.lora_alpha, 2.0);
+    QCOMPARE(c.target_modules, json("all-linear"));  // lora_target_modules
+    QCOMPARE(c.worker_timeout_s, 600.0);    // request_timeout
+    QCOMPARE(c.learning_rate, 4e-5);
+    QCOMPARE(c.max_completion_length, int64_t(3000));
+    QCOMPARE(c.epsilon_high_value(), 0.28);
+    QCOMPARE(c.token_budget, int64_t(16384));
+    QCOMPARE(c.max_inflight_tasks, int64_t(384));
+    QCOMPARE(c.queue_maxsize, int64_t(768));
+    QCOMPARE(c.weight_sync_steps, int64_t(4));
+    QCOMPARE(c.max_steps, int64_t(500));
+    QCOMPARE(c.gradient_accumulation_steps, int64_t(6));
+    QCOMPARE(c.output_dir, std::string("runs/async-grpo-lora"));
+
+    // The listing says what is ignored and why.
+    const auto t = translate(j);
+    QVERIFY(has_note(t.translated, "lora_r", "read as \"r\""));
+    QVERIFY(has_note(t.translated, "lora_target_modules", "read as \"target_modules\""));
+    QVERIFY(has_note(t.translated, "request_timeout", "read as \"worker_timeout_s\""));
+    QVERIFY(has_note(t.ignored, "bf16", "precision"));
+    QVERIFY(has_note(t.ignored, "torch_dtype", "precision"));
+    QVERIFY(has_note(t.ignored, "report_to", "metrics.jsonl and TensorBoard"));
+    QVERIFY(has_note(t.ignored, "dataset_name", "train_file"));
+    QVERIFY(has_note(t.ignored, "vllm_server_base_url", "worker_urls"));
+    QVERIFY(has_note(t.ignored, "use_peft", "LoRA"));
+    QVERIFY(has_note(t.ignored, "heartbeat_stale_after_s", ""));
+    QVERIFY(has_note(t.ignored, "push_to_hub", "grpo export"));
+    QVERIFY(has_note(t.ignored, "fsdp", "single trainer"));
+    const std::vector<std::string> ignored_keys = {
+        "model_revision", "torch_dtype", "attn_implementation", "dataset_name", "dataset_train_split", "use_peft",
+        "bf16", "save_total_limit", "report_to", "run_name", "vllm_server_base_url", "vllm_server_timeout",
+        "heartbeat_stale_after_s", "log_completions", "num_completions_to_print", "push_to_hub", "fsdp"};
+    QCOMPARE(t.ignored.size(), ignored_keys.size());
+    for (const auto& k : ignored_keys)
+      QVERIFY2(has_note(t.ignored, k, ""), k.c_str());
+    for (const auto& n : t.ignored) QVERIFY2(!n.note.empty(), n.key.c_str());
+    // Nothing TRL-only reaches TrainConfig; our own keys pass through untouched.
+    for (const auto& [k, v] : t.config.items()) {
+      const auto own = grpo::grpo::config_keys();
+      QVERIFY2(std::find(own.begin(), own.end(), k) != own.end(), k.c_str());
+    }
+    QCOMPARE(t.config["learning_rate"], j["learning_rate"]);
+
+    // With local data it validates and runs as a normal config.
+    c.apply({{"model_name_or_path", "/models/x"}, {"train_file", "train.jsonl"}}, "override");
+    c.validate(path);
+  }
+
+  void grpo_config_json_with_trl_nulls() {
+    // GRPOConfig's to_dict() writes its unset fields as null; TRL's -1 max_steps means "by epochs".
+    const json j = json::parse(R"({
+      "output_dir": "out", "max_steps": -1, "num_train_epochs": 1.0, "max_prompt_length": null,
+      "top_k": null, "min_p": null, "reward_weights": null, "eval_steps": null, "epsilon_high": null,
+      "beta": 0.04, "loss_type": "dr_grpo", "scale_rewards": false, "num_iterations": 1,
+      "importance_sampling_level": "token", "delta": null, "repetition_penalty": 1.0,
+      "vllm_importance_sampling_correction": true, "vllm_importance_sampling_mode": "sequence_mask",
+      "vllm_importance_sampling_cap": 3.0, "mask_truncated_completions": false,
+      "top_entropy_quantile": 1.0, "use_liger_loss": false, "warmup_steps": 0, "optim": "adamw_torch",
+      "lr_scheduler_kwargs": {}, "gradient_checkpointing_kwargs": null, "deepspeed": null
+    })");
+    TrainConfig c;
+    c.apply(j, "grpo_config.json");
+    const TrainConfig d;
+    QCOMPARE(c.max_steps, d.max_steps);                  // -1 dropped
+    QCOMPARE(c.max_prompt_length, d.max_prompt_length);  // null dropped
+    QCOMPARE(c.top_k, d.top_k);
+    QCOMPARE(c.min_p, d.min_p);
+    QVERIFY(c.reward_weights.empty());
+    QCOMPARE(c.eval_steps, d.eval_steps);
+    QVERIFY(!c.epsilon_high.has_value());                // null is meaningful: = epsilon
+    QCOMPARE(c.scale_rewards, std::string("none"));      // TRL's older boolean form
+    QCOMPARE(c.loss_type, std::string("dr_grpo"));
+    QCOMPARE(c.beta, 0.04);
+
+    const auto t = translate(j);
+    QVERIFY(has_note(t.ignored, "max_steps", "-1"));
+    QVERIFY(has_note(t.ignored, "vllm_importance_sampling_correction", "sampling logprobs"));
+    QVERIFY(has_note(t.ignored, "num_iterations", "mu = 1"));
+    QVERIFY(has_note(t.translated, "scale_rewards", "\"none\""));
+
+    TrainConfig g;
+    g.apply({{"scale_rewards", true}}, "x");
+    QCOMPARE(g.scale_rewards, std::string("group"));
+  }
+
+  void peft_adapter_config_loads() {
+    // adapter_config.json as PeftModel.save_pretrained writes it (reference/facts.md §3), newer keys included.
+    const json j = json::parse(R"({
+      "alpha_pattern": {}, "auto_mapping": null, "base_model_name_or_path": "Qwen/Qwen2.5-0.5B",
+      "bias": "none", "corda_config": null, "eva_config": null, "exclude_modules": null,
+      "fan_in_fan_out": false, "inference_mode": true, "init_lora_weights": true,
+      "layer_replication": null, "layers_pattern": null, "layers_to_transform": null,
+      "loftq_config": {}, "lora_alpha": 32, "lora_bias": false, "lora_dropout": 0.05,
+      "megatron_config": null, "megatron_core": "megatron.core", "modules_to_save": null,
+      "peft_type": "LORA", "peft_version": "0.17.1", "qalora_group_size": 16, "r": 16,
+      "rank_pattern": {}, "revision": null, "target_modules": ["v_proj", "q_proj"],
+      "target_parameters": null, "task_type": "CAUSAL_LM", "trainable_token_indices": null,
+      "use_dora": false, "use_qalora": false, "use_rslora": true, "alora_invocation_tokens": null,
+      "ensure_weight_tying": false
+    })");
+    TrainConfig c;
+    c.apply(j, "adapter_config.json");
+    QCOMPARE(c.r, int64_t(16));
+    QCOMPARE(c.lora_alpha, 32.0);
+    QCOMPARE(c.lora_dropout, 0.05);
+    QVERIFY(c.use_rslora);
+    QCOMPARE(c.target_modules, json::array({"v_proj", "q_proj"}));
+    const auto t = translate(j);
+    QVERIFY(has_note(t.ignored, "peft_type", "LoRA"));
+    QVERIFY(has_note(t.ignored, "use_dora", "DoRA"));
+    QVERIFY(has_note(t.ignored, "peft_version", "informational"));
+
+    TrainConfig n;  // PEFT's null target_modules = the architecture default
+    n.apply({{"target_modules", nullptr}}, "x");
+    QCOMPARE(n.target_modules, json::array({"q_proj", "v_proj"}));
+  }
+
+  void settings_that_change_the_maths_are_errors() {
+    TrainConfig c;
+    CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"use_dora", true}}, "cfg.yaml"); }), "cfg.yaml", "use_dora",
+                         "DoRA is not supported", "set it to null or false");
+    CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"num_iterations", 2}}, "cfg.yaml"); }), "num_iterations",
+                         "value 2 is not supported", "one optimizer pass");
+    CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"bias", "all"}}, "cfg.yaml"); }), "bias", "\"none\"");
+    CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"use_peft", false}}, "cfg.yaml"); }), "use_peft", "always LoRA");
+    CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"warmup_steps", 10}}, "cfg.yaml"); }), "warmup_steps", "warmup_ratio");
+    CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"lora_r", 16}, {"r", 8}}, "cfg.yaml"); }), "lora_r", "\"r\"",
+                         "different values");
+    // The same value under both names is fine.
+    c.apply({{"lora_r", 16}, {"r", 16}}, "cfg.yaml");
+    QCOMPARE(c.r, int64_t(16));
+    // All or nothing: a failed apply leaves the config as it was.
+    CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"r", 4}, {"use_dora", true}}, "cfg.yaml"); }), "use_dora");
+    QCOMPARE(c.r, int64_t(16));
+  }
+
+  void unknown_keys_are_errors_with_the_nearest_key() {
+    TrainConfig c;
+    CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"num_generation", 8}}, "run.yaml"); }), "run.yaml",
+                         "unknown key \"num_generation\"", "did you mean \"num_generations\"?");
+    CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"learning_rte", 1e-5}}, "run.yaml"); }),
+                         "did you mean \"learning_rate\"?");
+    // A TRL value error still names the key and the allowed values.
+    CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"loss_type", "sapo"}}, "run.yaml"); }), "loss_type", "\"sapo\"",
+                         "one of");
+  }
+
+  void the_table_has_no_duplicates() {
+    auto keys = grpo::grpo::trl_known_keys();
+    std::sort(keys.begin(), keys.end());
+    QVERIFY(std::adjacent_find(keys.begin(), keys.end()) == keys.end());
+    QVERIFY(keys.size() > 150);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTrlConfig)
+#include "test_trl_config.moc"
