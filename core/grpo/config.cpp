@@ -79,6 +79,7 @@ const std::vector<Field>& fields() {
       {"lora_dropout", &T::lora_dropout, 0, 1, false, true},
       {"target_modules", &T::target_modules},
       {"use_rslora", &T::use_rslora},
+      {"init_adapter", &T::init_adapter},
       {"max_staleness", &T::max_staleness, 0, 1000, false, false, {}, true},
       {"weight_sync_steps", &T::weight_sync_steps, 1, 1000000, false, false, {}, true},
       {"max_inflight_tasks", &T::max_inflight_tasks, -1, 1000000, false, false, {}, true},

@@ -59,6 +59,7 @@ struct TrainConfig {
   double lora_dropout = 0.0;
   nlohmann::json target_modules = "all-linear";
   bool use_rslora = false;
+  std::string init_adapter;            // a PEFT adapter directory to start from ("" = fresh LoRA)
   // async engine
   int64_t max_staleness = 4;
   int64_t weight_sync_steps = 1;

@@ -12,6 +12,7 @@
 #include "core/common/log.h"
 #include "core/grpo/advantages.h"
 #include "core/model/peft_io.h"
+#include "core/run/adapter_import.h"
 #include "core/run/checkpoint.h"
 #include "core/run/local_generator.h"
 #include "core/run/sync_trainer.h"
@@ -71,6 +72,7 @@ struct Engine::Group {
 
 Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions options)
     : cfg_(std::move(cfg)), opts_(std::move(options)), dir_(run_dir), policy_(load_policy(cfg_)) {
+  if (!opts_.resume) seed_from_init_adapter(policy_, cfg_);  // before the trainer holds the adapter
   torch::manual_seed(static_cast<uint64_t>(cfg_.seed));
   trainer_ = std::make_unique<grpo::GrpoTrainer>(policy_.model, cfg_);
   data_ = load_examples(cfg_);

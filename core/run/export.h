@@ -19,6 +19,8 @@ struct ExportOptions {
   bool merged = false;                      // full model with the adapter folded in
   std::string dtype = "f32";                // f32 | bf16 | f16 (tensor dtype of the written files)
   int64_t max_shard_bytes = 5LL << 30;      // merged: a shard is closed before it passes this size
+  std::string base_model_name;              // base_model_name_or_path to write (e.g. a Hub id);
+                                            // default: the run's model_name_or_path
 };
 
 struct ExportResult {
@@ -27,5 +29,15 @@ struct ExportResult {
 };
 
 ExportResult export_run(const ExportOptions& o);   // throws grpo::Error
+
+// The reasons vLLM's LoRA loader (vllm/lora/peft_helper.py; reference/facts.md §3) would refuse
+// the PEFT adapter in `dir`: missing r/lora_alpha/target_modules, bias other than "none",
+// modules_to_save, DoRA, lora_bias, aLoRA, layer_replication, a non-default init_lora_weights,
+// a rank above 512, tensors other than lora_A/lora_B weights, embeddings or lm_head, a dtype
+// other than F32/BF16/F16. Empty = acceptable.
+std::vector<std::string> vllm_adapter_problems(const std::string& dir);
+// The smallest value vLLM allows for --max-lora-rank (1, 8, 16, 32, 64, 128, 256, 320, 512)
+// that serves rank r; 0 when r > 512.
+int64_t vllm_max_lora_rank(int64_t r);
 
 }  // namespace grpo::run

@@ -11,6 +11,7 @@
 #include "core/grpo/advantages.h"
 #include "core/model/peft_io.h"
 #include "core/rollout/arith_task.h"
+#include "core/run/adapter_import.h"
 #include "core/run/tensorboard.h"
 
 namespace grpo::run {
@@ -48,6 +49,7 @@ rollout::DatasetSplit load_examples(const grpo::TrainConfig& cfg) {
 
 SyncTrainer::SyncTrainer(grpo::TrainConfig cfg, const std::string& run_dir)
     : cfg_(std::move(cfg)), dir_(run_dir), policy_(load_policy(cfg_)) {
+  seed_from_init_adapter(policy_, cfg_);  // before the trainer holds the adapter
   torch::manual_seed(static_cast<uint64_t>(cfg_.seed));
   data_ = load_examples(cfg_);
   check(!data_.train.empty(), "dataset", "no training examples");

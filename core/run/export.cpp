@@ -1,0 +1,340 @@
+// export_run: pick the adapter (a published version, a checkpoint, or the newest), check it,
+// and write a PEFT adapter folder or a merged Hugging Face model into a temporary sibling of the
+// output directory that is renamed into place when complete.
+#include "core/run/export.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <unistd.h>
+
+#include <torch/torch.h>
+
+#include "core/common/error.h"
+#include "core/common/files.h"
+#include "core/common/log.h"
+#include "core/common/strings.h"
+#include "core/io/safetensors.h"
+#include "core/model/peft_io.h"
+#include "core/model/weights.h"
+#include "core/run/model_card.h"
+#include "core/run/run_dir.h"
+
+namespace fs = std::filesystem;
+
+namespace grpo::run {
+namespace {
+
+using json = nlohmann::json;
+
+// Numbers N of the entries `<dir>/<prefix>N`, ascending (temporaries and other names skipped).
+std::vector<int64_t> numbered_entries(const std::string& dir, const std::string& prefix) {
+  std::vector<int64_t> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory() || !starts_with(name, prefix)) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
+    out.push_back(std::stoll(digits));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string list_text(const std::vector<int64_t>& v, const std::string& prefix) {
+  if (v.empty()) return "none";
+  std::vector<std::string> parts;
+  for (int64_t x : v) parts.push_back(prefix + std::to_string(x));
+  return join(parts, ", ");
+}
+
+struct Source {
+  std::string dir;    // holds adapter_config.json + adapter_model.safetensors
+  std::string label;  // policy-v3 | step-20 | adapter
+  std::optional<int64_t> version, step;
+};
+
+Source resolve_source(const ExportOptions& o) {
+  const std::string adapters = path_join(o.run_dir, "adapters"), checkpoints = path_join(o.run_dir, "checkpoints");
+  const auto versions = numbered_entries(adapters, "policy-v");
+  const auto steps = numbered_entries(checkpoints, "step-");
+  const std::string available =
+      "published versions: " + list_text(versions, "") + "; checkpoints: " + list_text(steps, "step-");
+  check(!(o.version && o.checkpoint_step), "export", "give either a version or a checkpoint step, not both");
+  Source s;
+  if (o.version) {
+    s.label = "policy-v" + std::to_string(*o.version);
+    s.dir = path_join(adapters, s.label);
+    s.version = o.version;
+    check(std::count(versions.begin(), versions.end(), *o.version) > 0, o.run_dir,
+          "version " + std::to_string(*o.version) + " is not in adapters/ (old versions are deleted as training moves on)",
+          available);
+  } else if (o.checkpoint_step) {
+    s.label = "step-" + std::to_string(*o.checkpoint_step);
+    s.dir = path_join(checkpoints, s.label);
+    s.step = o.checkpoint_step;
+    check(std::count(steps.begin(), steps.end(), *o.checkpoint_step) > 0, o.run_dir,
+          "checkpoint step " + std::to_string(*o.checkpoint_step) + " is not in checkpoints/", available);
+  } else if (!versions.empty()) {
+    s.version = versions.back();
+    s.label = "policy-v" + std::to_string(*s.version);
+    s.dir = path_join(adapters, s.label);
+  } else if (!steps.empty()) {
+    s.step = steps.back();
+    s.label = "step-" + std::to_string(*s.step);
+    s.dir = path_join(checkpoints, s.label);
+  } else {
+    s.label = "adapter";
+    s.dir = path_join(o.run_dir, "adapter");
+    check(is_directory(s.dir), o.run_dir, "no adapter to export: adapters/, checkpoints/ and adapter/ are empty",
+          "is this a run directory? (grpo train --output DIR makes one)");
+  }
+  for (const char* f : {model::kAdapterConfigName, model::kAdapterWeightsName})
+    check(file_exists(path_join(s.dir, f)), s.dir, std::string("missing ") + f, "the run directory is incomplete");
+  if (file_exists(path_join(s.dir, "SHA256SUMS"))) {
+    const auto bad = verify_sha256sums(s.dir);
+    check(bad.empty(), s.dir, "files do not match SHA256SUMS: " + join(bad, ", "),
+          "the adapter was modified or torn; export another version");
+  }
+  return s;
+}
+
+json read_json(const std::string& path) {
+  try {
+    return json::parse(read_file(path));
+  } catch (const json::exception& e) {
+    throw Error(path, std::string("invalid JSON: ") + e.what());
+  }
+}
+
+torch::Dtype export_dtype(const std::string& name) {
+  if (name == "f32" || name == "float32") return torch::kFloat32;
+  if (name == "bf16" || name == "bfloat16") return torch::kBFloat16;
+  if (name == "f16" || name == "float16") return torch::kFloat16;
+  throw Error("--dtype", "unknown dtype \"" + name + "\"", "use f32, bf16 or f16");
+}
+
+// Tensors kept alive while their bytes are written.
+struct Staged {
+  std::vector<torch::Tensor> keep;
+  std::vector<io::TensorView> views;
+  uint64_t bytes = 0;
+  void add(const std::string& name, const torch::Tensor& t) {
+    auto c = t.contiguous();
+    keep.push_back(c);
+    const uint64_t n = static_cast<uint64_t>(c.numel() * c.element_size());
+    views.push_back({name, model::safetensors_dtype_of(c.scalar_type()), c.sizes().vec(), c.data_ptr(), n});
+    bytes += n;
+  }
+};
+
+// The PEFT key of a LoRA factor on a Llama/Qwen projection (facts §3).
+const std::regex& peft_key_pattern() {
+  static const std::regex re(
+      R"(base_model\.model\.model\.layers\.(\d+)\.(self_attn\.(q|k|v|o)_proj|mlp\.(gate|up|down)_proj)\.lora_(A|B)\.weight)");
+  return re;
+}
+
+// Expected [rows, cols] of a LoRA factor from the base config.
+std::vector<int64_t> expected_shape(const io::ModelConfig& c, const std::string& module, bool is_a, int64_t r) {
+  int64_t in = c.hidden_size, out = c.hidden_size;
+  if (module == "self_attn.q_proj") out = c.q_dim();
+  else if (module == "self_attn.k_proj" || module == "self_attn.v_proj") out = c.kv_dim();
+  else if (module == "self_attn.o_proj") in = c.q_dim();
+  else if (module == "mlp.gate_proj" || module == "mlp.up_proj") out = c.intermediate_size;
+  else if (module == "mlp.down_proj") in = c.intermediate_size;
+  return is_a ? std::vector<int64_t>{r, in} : std::vector<int64_t>{out, r};
+}
+
+std::vector<std::string> export_peft(const Source& src, const std::string& out, const std::string& base_dir,
+                                     const std::string& base_name, torch::Dtype dt) {
+  const model::LoraConfig lora = model::read_adapter_config(src.dir);
+  auto file = io::SafetensorsFile::open(path_join(src.dir, model::kAdapterWeightsName));
+  std::optional<io::ModelConfig> base;
+  if (file_exists(path_join(base_dir, "config.json"))) base = io::ModelConfig::load(path_join(base_dir, "config.json"));
+  else log_warn(base_dir + ": base model not found; LoRA shapes are not checked against it");
+
+  Staged staged;
+  std::set<std::string> modules;
+  for (const auto& name : file.names()) {
+    const auto& info = file.at(name);
+    std::smatch m;
+    check(std::regex_match(name, m, peft_key_pattern()), file.path(), "tensor " + name + " is not a PEFT LoRA key",
+          "expected base_model.model.model.layers.<L>.<self_attn|mlp>.<proj>.lora_<A|B>.weight");
+    const std::string module = m[2].str();
+    modules.insert(module.substr(module.find('.') + 1));
+    if (base) {
+      const auto want = expected_shape(*base, module, m[5].str() == "A", lora.r);
+      check(info.shape == want, file.path(),
+            "tensor " + name + ": shape " + io::format_shape(info.shape) + ", expected " + io::format_shape(want),
+            "adapter trained for another base model?");
+      check(std::stoll(m[1].str()) < base->num_hidden_layers, file.path(), "tensor " + name + ": no such layer",
+            "adapter trained for another base model?");
+    }
+    staged.add(name, model::read_tensor(file, info).to(dt));
+  }
+  const auto targets = lora.resolved_targets();
+  check(std::vector<std::string>(modules.begin(), modules.end()) == targets, file.path(),
+        "the tensors adapt " + join(std::vector<std::string>(modules.begin(), modules.end()), ", ") +
+            " but adapter_config.json targets " + join(targets, ", "));
+
+  io::write_safetensors(path_join(out, model::kAdapterWeightsName), staged.views, {{"format", "pt"}});
+  write_file_atomic(path_join(out, model::kAdapterConfigName),
+                    model::adapter_config_json(lora, base_name).dump(2) + "\n");
+  return {model::kAdapterConfigName, model::kAdapterWeightsName};
+}
+
+std::vector<std::string> export_merged(const Source& src, const std::string& out, const std::string& base_dir,
+                                       torch::Dtype dt, int64_t max_shard_bytes) {
+  check(is_directory(base_dir), base_dir, "base model directory not found",
+        "the merged export needs the run's model_name_or_path");
+  check(max_shard_bytes > 0, "--max-shard-size", "must be positive");
+  auto model = model::from_pretrained(base_dir, torch::kFloat32, torch::kCPU);
+  model::load_adapter(*model, src.dir);
+  model->merge_adapter();  // W += scaling * B A, in float32
+
+  // Shards in parameter order, each closed before it would pass max_shard_bytes (a tensor larger
+  // than the limit gets a shard of its own), as transformers' save_pretrained splits them.
+  std::vector<Staged> shards(1);
+  for (const auto& item : model->named_base_parameters()) {
+    auto t = item.value().detach().to(torch::kCPU, dt);
+    const uint64_t n = static_cast<uint64_t>(t.numel() * t.element_size());
+    if (!shards.back().views.empty() && shards.back().bytes + n > static_cast<uint64_t>(max_shard_bytes))
+      shards.emplace_back();
+    shards.back().add(item.key(), t);
+  }
+  std::vector<std::string> files;
+  if (shards.size() == 1) {
+    io::write_safetensors(path_join(out, "model.safetensors"), shards[0].views, {{"format", "pt"}});
+    files.push_back("model.safetensors");
+  } else {
+    json weight_map = json::object();
+    uint64_t total = 0;
+    const size_t count = shards.size();
+    for (size_t i = 0; i < count; ++i) {
+      char name[64];
+      std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, count);
+      io::write_safetensors(path_join(out, name), shards[i].views, {{"format", "pt"}});
+      for (const auto& v : shards[i].views) weight_map[v.name] = name;
+      total += shards[i].bytes;
+      files.push_back(name);
+    }
+    json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+    write_file_atomic(path_join(out, "model.safetensors.index.json"), index.dump(2) + "\n");
+    files.push_back("model.safetensors.index.json");
+  }
+  // config.json: the base's own file (every key it had), with the dtype of the written tensors.
+  json cfg = read_json(path_join(base_dir, "config.json"));
+  cfg["torch_dtype"] = model::hf_dtype_name(dt);
+  write_file_atomic(path_join(out, "config.json"), cfg.dump(2) + "\n");
+  files.push_back("config.json");
+  for (const char* f : {"generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                        "added_tokens.json", "vocab.json", "merges.txt", "tokenizer.model", "chat_template.jinja",
+                        "chat_template.json"}) {
+    const std::string from = path_join(base_dir, f);
+    if (!file_exists(from)) continue;
+    write_file_atomic(path_join(out, f), read_file(from));
+    files.push_back(f);
+  }
+  return files;
+}
+
+const char* safetensors_name(torch::Dtype dt) { return io::dtype_name(model::safetensors_dtype_of(dt)); }
+
+}  // namespace
+
+int64_t vllm_max_lora_rank(int64_t r) {
+  for (int64_t v : {1, 8, 16, 32, 64, 128, 256, 320, 512})
+    if (r <= v) return v;
+  return 0;
+}
+
+std::vector<std::string> vllm_adapter_problems(const std::string& dir) {
+  std::vector<std::string> problems;
+  const json c = read_json(path_join(dir, model::kAdapterConfigName));
+  auto field = [&](const char* k) -> json { return c.contains(k) ? c[k] : json(); };
+  for (const char* k : {"r", "lora_alpha", "target_modules"})
+    if (field(k).is_null()) problems.push_back(std::string(k) + " is missing");
+  if (!field("bias").is_null() && field("bias") != "none") problems.push_back("bias is " + field("bias").dump() + ", not \"none\"");
+  const json mts = field("modules_to_save");
+  if (!mts.is_null() && !(mts.is_array() && mts.empty())) problems.push_back("modules_to_save is set");
+  for (const char* k : {"use_dora", "lora_bias"})
+    if (field(k) == true) problems.push_back(std::string(k) + " is true");
+  for (const char* k : {"alora_invocation_tokens", "layer_replication"})
+    if (!field(k).is_null()) problems.push_back(std::string(k) + " is set");
+  if (!field("init_lora_weights").is_null() && field("init_lora_weights") != true)
+    problems.push_back("init_lora_weights is " + field("init_lora_weights").dump());
+  if (field("r").is_number_integer() && vllm_max_lora_rank(field("r").get<int64_t>()) == 0)
+    problems.push_back("r " + field("r").dump() + " is above vLLM's largest --max-lora-rank (512)");
+  auto file = io::SafetensorsFile::open(path_join(dir, model::kAdapterWeightsName));
+  for (const auto& t : file.tensors()) {
+    if (!ends_with(t.name, ".lora_A.weight") && !ends_with(t.name, ".lora_B.weight"))
+      problems.push_back("tensor " + t.name + " is not a lora_A/lora_B weight");
+    if (t.name.find("embed_tokens") != std::string::npos || t.name.find("lm_head") != std::string::npos)
+      problems.push_back("tensor " + t.name + " adapts embeddings or lm_head");
+    if (t.dtype != io::DType::F32 && t.dtype != io::DType::BF16 && t.dtype != io::DType::F16)
+      problems.push_back("tensor " + t.name + " has dtype " + io::dtype_name(t.dtype));
+  }
+  return problems;
+}
+
+ExportResult export_run(const ExportOptions& o) {
+  check(!o.run_dir.empty(), "export", "no run directory given");
+  check(file_exists(path_join(o.run_dir, "config.json")), o.run_dir, "no config.json here",
+        "give the directory a run was trained into (grpo train --output DIR)");
+  const torch::Dtype dt = export_dtype(o.dtype);
+  const Source src = resolve_source(o);
+  const json run_config = read_json(path_join(o.run_dir, "config.json"));
+  const std::string base_dir = run_config.value("model_name_or_path", std::string());
+  check(!base_dir.empty(), path_join(o.run_dir, "config.json"), "model_name_or_path is missing");
+  const std::string base_name = o.base_model_name.empty() ? base_dir : o.base_model_name;
+
+  ExportResult result;
+  result.out_dir = o.out_dir.empty() ? path_join(path_join(o.run_dir, "export"), src.label + (o.merged ? "-merged" : ""))
+                                     : o.out_dir;
+  while (result.out_dir.size() > 1 && result.out_dir.back() == '/') result.out_dir.pop_back();
+  std::error_code ec;
+  if (fs::exists(result.out_dir)) {
+    check(fs::is_directory(result.out_dir) && fs::is_empty(result.out_dir), result.out_dir,
+          "exists and is not an empty directory", "choose another output directory or delete this one");
+  }
+  const fs::path out_path(result.out_dir);
+  if (out_path.has_parent_path()) fs::create_directories(out_path.parent_path(), ec);
+  const std::string tmp = result.out_dir + ".tmp-export-" + std::to_string(::getpid());
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  check(!ec, tmp, "cannot create directory: " + ec.message());
+  try {
+    result.files = o.merged ? export_merged(src, tmp, base_dir, dt, o.max_shard_bytes)
+                            : export_peft(src, tmp, base_dir, base_name, dt);
+    if (!o.merged) {
+      const auto problems = vllm_adapter_problems(tmp);
+      check(problems.empty(), src.dir, "the exported adapter would be refused by vLLM: " + join(problems, "; "));
+    }
+    ModelCardInput card;
+    card.merged = o.merged;
+    card.base_model = base_name;
+    card.source = src.label + " of run " + o.run_dir;
+    card.dtype = safetensors_name(dt);
+    card.run_config = run_config;
+    card.metrics = summarize_metrics(o.run_dir, src.step, src.version);
+    write_file_atomic(path_join(tmp, "README.md"), model_card(card));
+    result.files.push_back("README.md");
+    if (fs::exists(result.out_dir)) fs::remove(result.out_dir);  // empty (checked above)
+    fs::rename(tmp, result.out_dir);
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(tmp, ec);
+    throw Error(result.out_dir, std::string("cannot write the export: ") + e.what());
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  log_info("exported " + src.label + " of " + o.run_dir + " to " + result.out_dir);
+  return result;
+}
+
+}  // namespace grpo::run

@@ -1,0 +1,182 @@
+// Model card text and the metrics.jsonl summary it quotes.
+#include "core/run/model_card.h"
+
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <sstream>
+
+#include "core/common/error.h"
+#include "core/common/files.h"
+#include "core/common/strings.h"
+#include "core/run/export.h"
+
+namespace grpo::run {
+namespace {
+
+using json = nlohmann::json;
+
+std::optional<double> number_at(const json& rec, const char* key) {
+  auto it = rec.find(key);
+  if (it == rec.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  if (!std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::string fixed(double v, int digits = 4) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string or_dash(const std::optional<double>& v) { return v ? fixed(*v) : "n/a"; }
+
+std::string basename_of(const std::string& p) {
+  auto s = p;
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  const auto slash = s.rfind('/');
+  return slash == std::string::npos ? s : s.substr(slash + 1);
+}
+
+std::string task_text(const json& cfg) {
+  const std::string task = cfg.value("task", std::string());
+  if (task == "arith")
+    return "arithmetic questions from the built-in generator (difficulty " +
+           std::to_string(cfg.value("task_difficulty", int64_t(0))) + ")";
+  const std::string train = cfg.value("train_file", std::string());
+  return train.empty() ? "unknown" : "prompts from `" + basename_of(train) + "`";
+}
+
+std::string rewards_text(const json& cfg) {
+  const json funcs = cfg.value("reward_funcs", json::array());
+  const json weights = cfg.value("reward_weights", json::array());
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < funcs.size(); ++i) {
+    const json& f = funcs[i];
+    std::string name = f.is_string() ? f.get<std::string>() : f.is_object() ? f.value("name", std::string("?")) : "?";
+    std::string part = "`" + name + "`";
+    if (weights.is_array() && i < weights.size() && weights[i].is_number())
+      part += " (weight " + json(weights[i]).dump() + ")";
+    parts.push_back(part);
+  }
+  return parts.empty() ? "none recorded" : join(parts, ", ");
+}
+
+}  // namespace
+
+std::string yaml_quote(const std::string& s) { return json(s).dump(); }
+
+MetricsSummary summarize_metrics(const std::string& run_dir, std::optional<int64_t> max_step,
+                                 std::optional<int64_t> max_version) {
+  MetricsSummary m;
+  const std::string path = path_join(run_dir, "metrics.jsonl");
+  if (!file_exists(path)) return m;
+  std::istringstream in(read_file(path));
+  std::string line;
+  int64_t line_no = 0;
+  std::deque<double> last;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (trim(line).empty()) continue;
+    json rec = json::parse(line, nullptr, false);
+    check(!rec.is_discarded() && rec.is_object() && rec.contains("step") && rec["step"].is_number_integer(),
+          path + ":" + std::to_string(line_no), "expected a JSON object with an integer \"step\"");
+    const int64_t step = rec["step"].get<int64_t>();
+    if (max_step && step > *max_step) continue;
+    if (max_version && rec.value("policy_version", int64_t(0)) > *max_version) continue;
+    m.steps = std::max(m.steps, step);
+    if (auto r = number_at(rec, "reward")) {
+      if (!m.first_reward) m.first_reward = r;
+      m.final_reward = r;
+      last.push_back(*r);
+      if (last.size() > 10) last.pop_front();
+    }
+    if (auto a = number_at(rec, "eval/accuracy")) {
+      m.final_eval_accuracy = a;
+      if (!m.best_eval_accuracy || *a > *m.best_eval_accuracy) {
+        m.best_eval_accuracy = a;
+        m.best_eval_step = step;
+      }
+    }
+  }
+  if (!last.empty()) {
+    double s = 0;
+    for (double v : last) s += v;
+    m.mean_reward_last = s / static_cast<double>(last.size());
+    m.mean_reward_steps = static_cast<int64_t>(last.size());
+  }
+  return m;
+}
+
+std::string model_card(const ModelCardInput& in) {
+  const json& cfg = in.run_config;
+  std::ostringstream o;
+  // ---- front matter (the Hub reads these keys) ----
+  o << "---\n";
+  if (!in.base_model.empty()) o << "base_model: " << yaml_quote(in.base_model) << "\n";
+  o << "library_name: " << (in.merged ? "transformers" : "peft") << "\n";
+  o << "pipeline_tag: text-generation\n";
+  o << "tags:\n";
+  for (const char* tag : {"grpo", "reinforcement-learning", "lora", "grpo-studio"}) o << "- " << tag << "\n";
+  if (!in.merged) o << "- " << "peft" << "\n";
+  o << "---\n\n";
+
+  // ---- body ----
+  const std::string title = basename_of(in.base_model.empty() ? "model" : in.base_model);
+  o << "# " << title << (in.merged ? " + GRPO LoRA (merged)" : " GRPO LoRA adapter") << "\n\n";
+  o << (in.merged ? "A full model: the base model with a LoRA adapter merged into its weights"
+                  : "A LoRA adapter (Hugging Face PEFT format)")
+    << ", trained with asynchronous GRPO by GRPO Studio" << (in.version.empty() ? "" : " " + in.version) << " ("
+    << in.source << ").\n\n";
+
+  o << "## Training\n\n";
+  o << "| | |\n|---|---|\n";
+  o << "| base model | `" << in.base_model << "` |\n";
+  o << "| task | " << task_text(cfg) << " |\n";
+  o << "| rewards | " << rewards_text(cfg) << " |\n";
+  o << "| steps | " << in.metrics.steps << " |\n";
+  o << "| LoRA | r " << cfg.value("r", json()).dump() << ", lora_alpha " << cfg.value("lora_alpha", json()).dump()
+    << ", target_modules " << cfg.value("target_modules", json()).dump()
+    << (cfg.value("use_rslora", false) ? ", rsLoRA" : "") << " |\n";
+  o << "| loss | " << cfg.value("loss_type", std::string("?")) << ", epsilon " << cfg.value("epsilon", json()).dump()
+    << ", epsilon_high " << cfg.value("epsilon_high", json()).dump() << ", beta " << cfg.value("beta", json()).dump()
+    << " |\n";
+  o << "| optimizer | AdamW, learning_rate " << cfg.value("learning_rate", json()).dump() << " ("
+    << cfg.value("lr_scheduler_type", std::string("constant")) << ") |\n";
+  o << "| group size | " << cfg.value("num_generations", json()).dump() << " completions per prompt |\n";
+  o << "| tensor dtype | " << in.dtype << " |\n\n";
+
+  o << "## Results\n\n";
+  o << "From `metrics.jsonl` of the run, up to step " << in.metrics.steps << ":\n\n";
+  o << "| metric | value |\n|---|---|\n";
+  o << "| reward, first step | " << or_dash(in.metrics.first_reward) << " |\n";
+  o << "| reward, final step | " << or_dash(in.metrics.final_reward) << " |\n";
+  o << "| reward, mean of the last " << in.metrics.mean_reward_steps << " steps | " << or_dash(in.metrics.mean_reward_last)
+    << " |\n";
+  o << "| eval accuracy (greedy), final | " << or_dash(in.metrics.final_eval_accuracy) << " |\n";
+  o << "| eval accuracy (greedy), best | " << or_dash(in.metrics.best_eval_accuracy)
+    << (in.metrics.best_eval_accuracy ? " (step " + std::to_string(in.metrics.best_eval_step) + ")" : "") << " |\n\n";
+  o << "Rewards are sampled at the run's temperature; eval accuracy is greedy decoding on the held-out split.\n\n";
+
+  o << "## Usage\n\n```python\n";
+  if (in.merged) {
+    o << "from transformers import AutoModelForCausalLM, AutoTokenizer\n\n"
+      << "model = AutoModelForCausalLM.from_pretrained(\"path/to/this/folder\")\n"
+      << "tokenizer = AutoTokenizer.from_pretrained(\"path/to/this/folder\")\n";
+  } else {
+    o << "from peft import PeftModel\nfrom transformers import AutoModelForCausalLM\n\n"
+      << "base = AutoModelForCausalLM.from_pretrained(" << yaml_quote(in.base_model) << ")\n"
+      << "model = PeftModel.from_pretrained(base, \"path/to/this/folder\")\n";
+  }
+  o << "```\n\n";
+  if (!in.merged)
+    o << "vLLM: `vllm serve <base> --enable-lora --max-lora-rank "
+      << vllm_max_lora_rank(cfg.value("r", int64_t(8)))
+      << "` then `POST /v1/load_lora_adapter` with this folder, or `--lora-modules name=path/to/this/folder`.\n\n";
+
+  o << "## Run config\n\nThe exact `config.json` of the run (TRL key names):\n\n```json\n" << cfg.dump(2) << "\n```\n";
+  return o.str();
+}
+
+}  // namespace grpo::run
