@@ -1,0 +1,573 @@
+// Router: dispatch, re-dispatch, all-or-nothing adapter broadcast and worker rejoin, all driven
+// by QNetworkAccessManager callbacks in one thread.
+#include "core/cluster/router.h"
+
+#include <QEventLoop>
+#include <QNetworkAccessManager>
+#include <QNetworkReply>
+#include <QTimer>
+
+#include <algorithm>
+#include <deque>
+
+#include "core/common/error.h"
+#include "core/common/log.h"
+#include "core/common/timing.h"
+
+namespace grpo::cluster {
+namespace {
+
+double now_s() { return std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count(); }
+
+bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+}  // namespace
+
+nlohmann::json RouterAccounting::to_json() const {
+  return {{"requests", requests}, {"dispatched", dispatched}, {"completed", completed},
+          {"redispatched", redispatched}, {"rejected", rejected}, {"cancelled", cancelled}, {"abandoned", abandoned}};
+}
+
+struct Router::Worker {
+  int id = 0;
+  std::string url;
+  std::unique_ptr<WorkerClient> client;          // control calls (lane 0)
+  std::vector<std::unique_ptr<WorkerClient>> lanes;  // completions, round robin
+  size_t next_lane = 0;
+  enum State { Joining, Up, Out } state = Joining;
+  bool removed = false;      // dropped by remove_worker(): never probed again
+  bool probing = false;
+  bool distrusted = false;   // answered with the wrong weights: reload every adapter on rejoin
+  uint64_t epoch = 0;        // bumped each time the worker is taken out (stale callbacks ignore themselves)
+  int64_t inflight = 0, completed = 0;
+  double next_probe = 0, backoff = 0;
+  std::string last_error;
+  std::map<std::string, std::string> loaded;  // adapter name -> path it was loaded from
+};
+
+// One complete() call: its requests and their state.
+struct Router::Batch {
+  struct Job {
+    CompletionRequest req;
+    CompletionOutcome out;
+    bool done = false;
+    int worker = -1;
+    uint64_t epoch = 0;  // the worker's incarnation it was sent to
+    QNetworkReply* reply = nullptr;
+  };
+  std::vector<Job> jobs;
+  std::deque<size_t> pending;
+  size_t remaining = 0;
+  bool closed = false;
+  QEventLoop* loop = nullptr;
+};
+
+Router::Router(RouterOptions options, EventFn on_event)
+    : opts_(std::move(options)), on_event_(std::move(on_event)), prefix_(16, opts_.imbalance) {}
+
+Router::~Router() = default;
+
+namespace {
+constexpr size_t kLanes = 4;  // 4 x 6 connections per worker
+}
+
+QNetworkAccessManager& Router::nam(size_t lane) {
+  if (nams_.empty()) {
+    for (size_t i = 0; i < kLanes; ++i) nams_.push_back(std::make_unique<QNetworkAccessManager>());
+    owner_ = std::this_thread::get_id();
+  }
+  check(owner_ == std::this_thread::get_id(), "router", "used from two threads",
+        "call the Router from the thread that first used it");
+  return *nams_[lane % nams_.size()];
+}
+
+Router::Worker* Router::find(int id) {
+  auto it = workers_.find(id);
+  return it == workers_.end() ? nullptr : it->second.get();
+}
+
+void Router::emit_event(nlohmann::json e) {
+  if (on_event_) on_event_(e);
+}
+
+void Router::add_worker(const std::string& url) {
+  auto& manager = nam();
+  std::unique_lock<std::mutex> lock(mu_);
+  for (auto& [id, w] : workers_) {
+    if (w->url == url || w->client->url() == url) {
+      if (w->removed) {  // announced again after discovery forgot it
+        w->removed = false;
+        w->next_probe = 0;
+      }
+      return;
+    }
+  }
+  auto w = std::make_unique<Worker>();
+  w->id = next_id_++;
+  w->client = std::make_unique<WorkerClient>(&manager, url, opts_.token);
+  for (size_t i = 0; i < kLanes; ++i) w->lanes.push_back(std::make_unique<WorkerClient>(&nam(i), url, opts_.token));
+  w->url = w->client->url();
+  workers_[w->id] = std::move(w);
+}
+
+void Router::remove_worker(const std::string& url, const std::string& reason) {
+  for (auto& [id, w] : workers_) {
+    if (w->url != url || w->removed) continue;
+    take_out(*w, reason);
+    w->removed = true;
+  }
+}
+
+void Router::take_out(Worker& w, const std::string& reason) {
+  w.last_error = reason;
+  const bool was_up = w.state == Worker::Up;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    w.state = Worker::Out;
+    ++w.epoch;
+    w.loaded.clear();  // what it holds is re-checked through /v1/models when it rejoins
+  }
+  w.backoff = opts_.probe_min_s;
+  w.next_probe = now_s() + w.backoff;
+  prefix_.forget_worker(w.id);
+  if (was_up) {
+    log_warn("worker " + w.url + " taken out: " + reason);
+    emit_event({{"event", "worker_left"}, {"url", w.url}, {"reason", reason}});
+  }
+}
+
+// ---------------------------------------------------------------- joining
+
+void Router::kick_probes(bool force) {
+  const double t = now_s();
+  for (auto& [id, w] : workers_)
+    if (!w->removed && !w->probing && w->state != Worker::Up && (force || t >= w->next_probe)) probe(id);
+}
+
+void Router::probe(int id) {
+  Worker* w = find(id);
+  w->probing = true;
+  const uint64_t epoch = w->epoch;
+  w->client->get("/health", opts_.health_timeout_s, [this, id, epoch](const HttpResult& h) {
+    Worker* w = find(id);
+    if (!h.ok()) return probe_done(id, epoch, false, "/health: " + h.describe());
+    w->client->get("/v1/models", opts_.health_timeout_s, [this, id, epoch](const HttpResult& m) {
+      Worker* w = find(id);
+      if (!m.ok()) return probe_done(id, epoch, false, "/v1/models: " + m.describe());
+      nlohmann::json j = nlohmann::json::parse(m.body, nullptr, false);
+      if (j.is_discarded() || !j.contains("data") || !j["data"].is_array() || j["data"].empty())
+        return probe_done(id, epoch, false, "/v1/models: no data[] list");
+      std::map<std::string, std::string> loaded;
+      std::string base;
+      for (const auto& e : j["data"]) {
+        if (!e.is_object() || !e.contains("id") || !e["id"].is_string()) continue;
+        const bool is_lora = e.contains("parent") && e["parent"].is_string() && !e["parent"].get<std::string>().empty();
+        if (is_lora) loaded[e["id"].get<std::string>()] = e.value("root", std::string());
+        else if (base.empty()) base = e["id"].get<std::string>();
+      }
+      if (!base.empty()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (base_model_.empty()) base_model_ = base;
+      }
+      // Names we do not serve (an older run on a reused worker), or ours from another path, go.
+      std::vector<Adapter> todo;
+      for (const auto& [name, root] : loaded) {
+        auto it = live_.find(name);
+        if (it == live_.end() || (!root.empty() && root != it->second.path)) {
+          w->client->post("/v1/unload_lora_adapter", {{"lora_name", name}}, opts_.health_timeout_s, [](const HttpResult&) {});
+          loaded.erase(name);
+          break;  // one per probe round (the iterator is gone); the next probe sweeps the rest
+        }
+      }
+      if (w->distrusted) {
+        // Its copies gave the wrong weights: drop them all, then probe again as a clean worker.
+        std::vector<std::string> names;
+        for (const auto& [name, root] : loaded) names.push_back(name);
+        return unload_then_reprobe(id, epoch, std::move(names));
+      }
+      w->loaded = loaded;
+      for (const auto& [name, a] : live_)
+        if (!w->loaded.count(name)) todo.push_back(a);
+      std::sort(todo.begin(), todo.end(), [](const Adapter& a, const Adapter& b) { return a.order < b.order; });
+      load_on(id, epoch, todo, now_s() + opts_.load_timeout_s, [this, id, epoch](bool ok, std::string why) {
+        probe_done(id, epoch, ok, why);
+      });
+    });
+  });
+}
+
+void Router::probe_done(int id, uint64_t epoch, bool ok, const std::string& why) {
+  Worker* w = find(id);
+  w->probing = false;
+  if (w->epoch != epoch || w->removed) return;
+  if (!ok) {
+    w->last_error = why;
+    w->backoff = std::min(opts_.probe_max_s, std::max(opts_.probe_min_s, w->backoff * 2));
+    w->next_probe = now_s() + w->backoff;
+    return;
+  }
+  // An adapter made live while this probe ran is loaded before the worker takes requests.
+  std::vector<Adapter> missing;
+  for (const auto& [name, a] : live_)
+    if (!w->loaded.count(name)) missing.push_back(a);
+  if (!missing.empty()) {
+    w->probing = true;
+    return load_on(id, epoch, missing, now_s() + opts_.load_timeout_s,
+                   [this, id, epoch](bool ok2, std::string why2) { probe_done(id, epoch, ok2, why2); });
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    w->state = Worker::Up;
+  }
+  w->backoff = 0;
+  log_info("worker " + w->url + " joined");
+  emit_event({{"event", "worker_joined"}, {"url", w->url}, {"adapters", w->loaded.size()}});
+}
+
+void Router::unload_then_reprobe(int id, uint64_t epoch, std::vector<std::string> names) {
+  Worker* w = find(id);
+  if (w->epoch != epoch) return probe_done(id, epoch, false, "taken out during the probe");
+  if (names.empty()) {
+    w->distrusted = false;
+    w->loaded.clear();
+    return probe(id);
+  }
+  const std::string name = names.back();
+  names.pop_back();
+  w->client->post("/v1/unload_lora_adapter", {{"lora_name", name}}, opts_.health_timeout_s,
+                  [this, id, epoch, names = std::move(names)](const HttpResult&) mutable {
+                    unload_then_reprobe(id, epoch, std::move(names));
+                  });
+}
+
+// Loads `todo` on one worker in order, retrying "No adapter found" until `deadline`.
+void Router::load_on(int id, uint64_t epoch, std::vector<Adapter> todo, double deadline,
+                     std::function<void(bool, std::string)> done) {
+  if (todo.empty()) return done(true, "");
+  Worker* w = find(id);
+  const Adapter a = todo.front();
+  const nlohmann::json body = {{"lora_name", a.name}, {"lora_path", a.path}};
+  w->client->post("/v1/load_lora_adapter", body, opts_.request_timeout_s,
+                  [this, id, epoch, todo = std::move(todo), deadline, done = std::move(done), a](const HttpResult& r) mutable {
+    Worker* w = find(id);
+    if (w->epoch != epoch) return done(false, "taken out during the load");
+    if (r.ok()) {
+      w->loaded[a.name] = a.path;
+      todo.erase(todo.begin());
+      return load_on(id, epoch, std::move(todo), deadline, std::move(done));
+    }
+    if (r.status != 0 && contains(r.body, "No adapter found") && now_s() < deadline) {
+      QTimer::singleShot(static_cast<int>(opts_.load_retry_s * 1000), &nam(),
+                         [this, id, epoch, todo = std::move(todo), deadline, done = std::move(done)]() mutable {
+                           load_on(id, epoch, std::move(todo), deadline, std::move(done));
+                         });
+      return;
+    }
+    done(false, "load_lora_adapter " + a.name + ": " + r.describe());
+  });
+}
+
+int Router::wait_for_workers(int min_up, double timeout_s) {
+  nam();
+  kick_probes(true);
+  const double deadline = now_s() + timeout_s;
+  QEventLoop loop;
+  QTimer tick;
+  tick.setInterval(50);
+  QObject::connect(&tick, &QTimer::timeout, &loop, [&] {
+    if (workers_up() >= min_up || now_s() >= deadline) loop.quit();
+    else kick_probes(false);
+  });
+  tick.start();
+  if (workers_up() < min_up) loop.exec();
+  return workers_up();
+}
+
+// ---------------------------------------------------------------- completions
+
+std::vector<CompletionOutcome> Router::complete(const std::vector<CompletionRequest>& requests, double deadline_s) {
+  nam();
+  auto b = std::make_shared<Batch>();
+  b->jobs.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    b->jobs[i].req = requests[i];
+    b->pending.push_back(i);
+  }
+  b->remaining = requests.size();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    acc_.requests += static_cast<int64_t>(requests.size());
+  }
+  QEventLoop loop;
+  b->loop = &loop;
+  const double deadline = now_s() + deadline_s;
+  QTimer tick;
+  tick.setInterval(100);
+  QObject::connect(&tick, &QTimer::timeout, &loop, [&] {
+    kick_probes(false);  // returning workers join while the batch runs
+    dispatch(b);
+    if (now_s() >= deadline) loop.quit();
+  });
+  kick_probes(false);
+  dispatch(b);
+  if (b->remaining > 0) {
+    tick.start();
+    loop.exec();
+  }
+  // Deadline: whatever is still out is cancelled and given up.
+  b->closed = true;
+  b->loop = nullptr;
+  for (auto& j : b->jobs) {
+    if (j.done) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (j.reply) {
+      ++acc_.cancelled;
+      if (Worker* w = find(j.worker)) --w->inflight;
+      QNetworkReply* r = j.reply;
+      j.reply = nullptr;
+      r->abort();  // its callback sees b->closed and returns
+    }
+    ++acc_.abandoned;
+    j.out.error = j.out.error.empty() ? "no worker answered before the deadline" : j.out.error;
+  }
+  std::vector<CompletionOutcome> out;
+  for (auto& j : b->jobs) out.push_back(std::move(j.out));
+  return out;
+}
+
+void Router::dispatch(const std::shared_ptr<Batch>& b) {
+  while (!b->pending.empty() && !b->closed) {
+    std::vector<RouteCandidate> cands;
+    for (auto& [id, w] : workers_)
+      if (w->state == Worker::Up && !w->removed) cands.push_back({id, w->inflight});
+    if (cands.empty()) return;  // the tick retries once a worker is back
+    const size_t job = b->pending.front();
+    b->pending.pop_front();
+    auto& j = b->jobs[job];
+    const int id = prefix_.choose(cands, j.req.model, j.req.prompt);
+    Worker* w = find(id);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++w->inflight;
+      ++acc_.dispatched;
+    }
+    ++j.out.attempts;
+    j.worker = id;
+    j.epoch = w->epoch;
+    j.out.worker = w->url;
+    auto& lane = *w->lanes[w->next_lane++ % w->lanes.size()];
+    j.reply = lane.post("/v1/completions", completion_request_json(j.req), opts_.request_timeout_s,
+                              [this, b, job, id](const HttpResult& r) { on_answer(b, job, id, r); });
+  }
+}
+
+void Router::on_answer(const std::shared_ptr<Batch>& b, size_t job, int worker_id, const HttpResult& r) {
+  if (b->closed) return;  // counted as cancelled when the batch closed
+  auto& j = b->jobs[job];
+  j.reply = nullptr;
+  Worker* w = find(worker_id);
+  std::unique_lock<std::mutex> lock(mu_);
+  --w->inflight;
+  lock.unlock();
+  std::string fault;   // the worker misbehaved: take it out, send the request elsewhere
+  std::string reject;  // the request itself was refused: give it up
+  CompletionResponse resp;
+  bool wrong_weights = false;  // answered for another adapter or with other weights
+  if (r.ok()) {
+    try {
+      resp = parse_completion_response(r.body, w->url);
+      if (resp.model != j.req.model)
+        fault = "answered with model '" + resp.model + "' for a request for '" + j.req.model + "'";
+      auto it = live_.find(j.req.model);
+      if (fault.empty() && it != live_.end() && !it->second.sha256.empty() && !resp.adapter_sha256.empty() &&
+          resp.adapter_sha256 != it->second.sha256)
+        fault = "answered " + j.req.model + " with weights " + resp.adapter_sha256.substr(0, 12) + ", expected " +
+                it->second.sha256.substr(0, 12);
+      wrong_weights = !fault.empty();
+      if (fault.empty() && static_cast<int64_t>(resp.choices.size()) != j.req.n)
+        fault = "answered " + std::to_string(resp.choices.size()) + " choices for n=" + std::to_string(j.req.n);
+    } catch (const Error& e) {
+      fault = e.what();
+    }
+  } else if (r.status == 0 || r.status >= 500 || r.status == 404 || r.status == 401 || r.status == 408) {
+    // Unreachable, hung, broken, not serving this adapter (404) or not sharing our token (401).
+    fault = "/v1/completions: " + r.describe();
+  } else {
+    reject = w->url + ": /v1/completions: " + r.describe();
+  }
+  if (fault.empty() && reject.empty()) {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      ++acc_.completed;
+      ++w->completed;
+    }
+    j.out.ok = true;
+    j.out.response = std::move(resp);
+    j.done = true;
+    --b->remaining;
+  } else if (!fault.empty()) {
+    // Take the worker out only for a fault of its current incarnation (not a late answer from
+    // before it was taken out and came back).
+    if (w->state == Worker::Up && w->epoch == j.epoch) {
+      w->distrusted = w->distrusted || wrong_weights;
+      take_out(*w, fault);
+      // Its other requests in flight go elsewhere too (aborted from the event loop, not from here).
+      for (auto& other : b->jobs)
+        if (!other.done && other.worker == worker_id && other.epoch == j.epoch && other.reply)
+          QMetaObject::invokeMethod(other.reply, &QNetworkReply::abort, Qt::QueuedConnection);
+    }
+    j.out.error = w->url + ": " + fault;
+    if (j.out.attempts < opts_.max_attempts) {
+      std::lock_guard<std::mutex> g(mu_);
+      ++acc_.redispatched;
+      b->pending.push_back(job);
+    } else {
+      std::lock_guard<std::mutex> g(mu_);
+      ++acc_.rejected;
+      ++acc_.abandoned;
+      j.done = true;
+      --b->remaining;
+    }
+  } else {
+    std::lock_guard<std::mutex> g(mu_);
+    ++acc_.rejected;
+    ++acc_.abandoned;
+    j.out.error = reject;
+    j.done = true;
+    --b->remaining;
+  }
+  if (b->remaining == 0) {
+    if (b->loop) b->loop->quit();
+    return;
+  }
+  dispatch(b);
+}
+
+// ---------------------------------------------------------------- broadcasts
+
+void Router::load_adapter(const std::string& name, const std::string& path, const std::string& sha256) {
+  nam();
+  Adapter a{name, path, sha256, ++adapter_order_};
+  std::vector<int> targets;
+  for (auto& [id, w] : workers_)
+    if (w->state == Worker::Up && !w->removed) targets.push_back(id);
+  struct Result { int id; uint64_t epoch; bool ok; std::string why; };
+  std::vector<Result> results;
+  QEventLoop loop;
+  size_t left = targets.size();
+  const double deadline = now_s() + opts_.load_timeout_s;
+  live_[name] = a;  // a worker that joins meanwhile loads it too
+  for (int id : targets) {
+    const uint64_t epoch = find(id)->epoch;
+    load_on(id, epoch, {a}, deadline, [&, id, epoch](bool ok, std::string why) {
+      results.push_back({id, epoch, ok, why});
+      if (--left == 0) loop.quit();
+    });
+  }
+  if (left > 0) loop.exec();
+  std::vector<Result> failed, accepted;
+  for (auto& r : results) {
+    Worker* w = find(r.id);
+    if (r.ok) accepted.push_back(r);
+    else if (w->epoch != r.epoch) continue;  // taken out meanwhile: it loads the live set on rejoin
+    else if (contains(r.why, ": HTTP ") || contains(r.why, "No adapter found")) failed.push_back(r);
+    else take_out(*w, r.why);  // unreachable or timed out: a dead worker, not a bad adapter
+  }
+  if (!failed.empty()) {
+    live_.erase(name);
+    // All or nothing: a policy name only some workers can serve would route rollouts to the wrong
+    // weights. Roll back where it was accepted.
+    for (auto& r : accepted) {
+      Worker* w = find(r.id);
+      w->loaded.erase(name);
+      w->client->post_sync("/v1/unload_lora_adapter", {{"lora_name", name}}, opts_.health_timeout_s);
+    }
+    const Worker* w = find(failed.front().id);
+    emit_event({{"event", "adapter_load_failed"}, {"adapter", name}, {"url", w->url}, {"message", failed.front().why}});
+    throw Error(w->url, std::to_string(failed.size()) + "/" + std::to_string(targets.size()) +
+                            " workers failed to load " + name + "; rolled back on the others. First: " +
+                            failed.front().why,
+                contains(failed.front().why, "No adapter found")
+                    ? "the worker's bucket mount never showed " + path + " (is --bucket the same directory?)"
+                    : "");
+  }
+}
+
+void Router::unload_adapter(const std::string& name) {
+  nam();
+  live_.erase(name);
+  QEventLoop loop;
+  size_t left = 0;
+  for (auto& [id, w] : workers_) {
+    if (w->state != Worker::Up || !w->loaded.count(name)) continue;
+    w->loaded.erase(name);
+    ++left;
+    w->client->post("/v1/unload_lora_adapter", {{"lora_name", name}}, opts_.health_timeout_s, [&](const HttpResult&) {
+      if (--left == 0) loop.quit();
+    });
+  }
+  if (left > 0) loop.exec();
+}
+
+int Router::broadcast(const std::string& path, const nlohmann::json& body) {
+  nam();
+  QEventLoop loop;
+  size_t left = 0;
+  int ok = 0;
+  for (auto& [id, w] : workers_) {
+    if (w->state != Worker::Up) continue;
+    ++left;
+    w->client->post(path, body, opts_.health_timeout_s, [&](const HttpResult& r) {
+      ok += r.ok() ? 1 : 0;
+      if (--left == 0) loop.quit();
+    });
+  }
+  if (left > 0) loop.exec();
+  return ok;
+}
+
+int Router::pause_all() { return broadcast("/pause?mode=keep", nlohmann::json::object()); }
+int Router::resume_all() { return broadcast("/resume", nlohmann::json::object()); }
+
+// ---------------------------------------------------------------- views
+
+std::string Router::base_model() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return base_model_;
+}
+
+RouterAccounting Router::accounting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return acc_;
+}
+
+PrefixRouterStats Router::routing_stats() const { return prefix_.stats(); }
+
+std::vector<WorkerStatus> Router::workers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<WorkerStatus> out;
+  for (const auto& [id, w] : workers_) {
+    if (w->removed) continue;
+    out.push_back({id, w->url, w->state == Worker::Up ? "up" : w->state == Worker::Out ? "out" : "joining",
+                   w->inflight, w->completed, w->last_error});
+  }
+  return out;
+}
+
+int Router::workers_up() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const auto& [id, w] : workers_) n += (w->state == Worker::Up && !w->removed) ? 1 : 0;
+  return n;
+}
+
+std::vector<std::string> Router::live_adapters() const {
+  std::vector<std::pair<int64_t, std::string>> v;
+  for (const auto& [name, a] : live_) v.emplace_back(a.order, name);
+  std::sort(v.begin(), v.end());
+  std::vector<std::string> out;
+  for (auto& [o, n] : v) out.push_back(n);
+  return out;
+}
+
+}  // namespace grpo::cluster
