@@ -339,4 +339,14 @@ bool is_retunable(const std::string& key) {
   return f && f->retunable;
 }
 
+std::string config_key_range(const std::string& key) {
+  const Field* f = find_field(key);
+  if (!f) return "";
+  const bool numeric = std::holds_alternative<int64_t TrainConfig::*>(f->member) ||
+                       std::holds_alternative<double TrainConfig::*>(f->member) ||
+                       std::holds_alternative<std::optional<double> TrainConfig::*>(f->member) ||
+                       std::holds_alternative<std::vector<double> TrainConfig::*>(f->member);
+  return numeric || !f->choices.empty() ? range_text(*f) : "";
+}
+
 }  // namespace grpo::grpo

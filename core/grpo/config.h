@@ -101,5 +101,8 @@ TrainConfig load_train_config(const std::string& path);
 // All known keys, and whether a key may be changed on a live run (DESIGN.md, retune).
 std::vector<std::string> config_keys();
 bool is_retunable(const std::string& key);
+// What a key may hold, worded as its errors word it ("[0, 1]", "> 0", "one of ..."); "" for an
+// unknown key or one without a range (strings, lists, flags).
+std::string config_key_range(const std::string& key);
 
 }  // namespace grpo::grpo

@@ -436,10 +436,14 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
       if (static_cast<int64_t>(groups.size()) < cfg_.prompts_per_step) break;  // stopping
 
       std::vector<grpo::TrainSample> samples;
+      std::vector<SampleRecord> traces;  // a few per step, as TRL logs a few per version
       grpo::MetricsWindow reward_window;
       for (const auto& g : groups) {
         const auto& cs = g->result.completions;
         for (size_t i = 0; i < cs.size(); ++i) {
+          if (traces.size() < 8)
+            traces.push_back({step, g->result.policy_version, g->group_id, g->example.prompt_text, g->texts[i],
+                              g->example.answer.value_or(""), cs[i].finish_reason, g->rewards[i], g->advantages[i]});
           if (cs[i].token_ids.empty()) continue;
           samples.push_back({g->prompt_ids, cs[i].token_ids, cs[i].logprobs, g->advantages[i],
                              cs[i].finish_reason == "length", g->result.policy_version});
@@ -512,6 +516,12 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
         const double acc = evaluate();
         if (!std::isnan(acc)) report.metrics["eval/accuracy"] = acc;
       }
+      for (const auto& t : traces)
+        dir_.append_jsonl("samples.jsonl", {{"step", t.step}, {"policy_version", t.policy_version}, {"group", t.group},
+                                            {"prompt", t.prompt}, {"completion", t.completion}, {"answer", t.answer},
+                                            {"reward", std::isnan(t.reward) ? nlohmann::json() : nlohmann::json(t.reward)},
+                                            {"advantage", t.advantage}, {"finish_reason", t.finish_reason}});
+      report.samples = std::move(traces);
       nlohmann::json rec = {{"step", step}, {"time", wall_time_s()}, {"policy_version", version_.load()},
                             {"verdict", report.verdict}};
       for (const auto& [k, v] : report.metrics) rec[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();

@@ -5,8 +5,18 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace grpo::run {
+
+// One sampled completion as the run records it (samples.jsonl; the Samples page).
+struct SampleRecord {
+  int64_t step = 0;
+  int64_t policy_version = 0;  // the version it was sampled with
+  int64_t group = 0;
+  std::string prompt, completion, answer, finish_reason;
+  double reward = 0, advantage = 0;  // reward NaN when no reward function scored it
+};
 
 // One optimizer step's report: metrics with TRL names (already window-reduced).
 struct StepReport {
@@ -17,6 +27,7 @@ struct StepReport {
   std::map<std::string, double> metrics;
   std::string verdict;  // "trainer-bound" | "generation-bound" | "balanced" (async engine)
   std::string advice;   // what the user should act on
+  std::vector<SampleRecord> samples = {};  // a few of this step's completions (async engine)
 };
 
 enum class EngineState { Idle, Running, Paused, Stopping, Finished, Failed };

@@ -1,0 +1,225 @@
+#include "core/run/engine_session.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "core/common/error.h"
+#include "core/common/files.h"
+#include "core/run/engine.h"
+
+namespace grpo::run {
+namespace {
+
+// Reads the whole lines appended to a .jsonl file since the last call (a torn last line waits
+// for its newline).
+class JsonlTail {
+public:
+  explicit JsonlTail(std::string path) : path_(std::move(path)) {
+    std::ifstream in(path_, std::ios::binary | std::ios::ate);
+    if (in) offset_ = static_cast<std::streamoff>(in.tellg());
+  }
+  std::vector<nlohmann::json> read_new() {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) return out;
+    in.seekg(0, std::ios::end);
+    const std::streamoff size = in.tellg();
+    if (size <= offset_) return out;
+    in.seekg(offset_);
+    std::string chunk(static_cast<size_t>(size - offset_), '\0');
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    size_t start = 0;
+    for (size_t nl; (nl = chunk.find('\n', start)) != std::string::npos; start = nl + 1) {
+      auto j = nlohmann::json::parse(chunk.substr(start, nl - start), nullptr, false);
+      if (!j.is_discarded() && j.is_object()) out.push_back(std::move(j));
+    }
+    offset_ += static_cast<std::streamoff>(start);
+    return out;
+  }
+
+private:
+  std::string path_;
+  std::streamoff offset_ = 0;
+};
+
+}  // namespace
+
+struct EngineSession::Impl {
+  mutable std::mutex mu;
+  std::thread thread;
+  Engine* engine = nullptr;  // while it exists (guarded by mu)
+  bool active = false;
+  bool want_pause = false, want_stop = false;  // given before the engine existed
+  std::string run_dir, adapter, error;
+  std::atomic<int64_t> step{0};
+  std::atomic<EngineState> state{EngineState::Idle};
+
+  void body(grpo::TrainConfig cfg, SessionOptions options, SessionCallbacks cb);
+};
+
+EngineSession::EngineSession() : impl_(std::make_unique<Impl>()) {}
+
+EngineSession::~EngineSession() {
+  stop();
+  wait();
+}
+
+void EngineSession::start(const grpo::TrainConfig& cfg, const std::string& run_dir, SessionOptions options,
+                          SessionCallbacks callbacks) {
+  check(!active(), "engine session", "a run is still active", "stop it first");
+  wait();  // the previous run's thread, if any, has ended: join it
+  check(!run_dir.empty(), "engine session", "no run directory given");
+  grpo::TrainConfig resolved = cfg;
+  resolved.output_dir = run_dir;
+  resolved.validate("run config");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->active = true;
+  impl_->want_pause = impl_->want_stop = false;
+  impl_->run_dir = run_dir;
+  impl_->adapter.clear();
+  impl_->error.clear();
+  impl_->step = 0;
+  impl_->state = EngineState::Idle;
+  impl_->thread = std::thread([impl = impl_.get(), resolved, options, cb = std::move(callbacks)] {
+    impl->body(resolved, options, cb);
+  });
+}
+
+void EngineSession::Impl::body(grpo::TrainConfig cfg, SessionOptions options, SessionCallbacks cb) {
+  std::string adapter, failure;
+  std::atomic<bool> done{false};
+  std::unique_ptr<Engine> eng;
+  std::thread watcher;
+  try {
+    // Tail events.jsonl from its current end, so a resumed run reports only what happens now.
+    std::string dir = cfg.output_dir;
+    (void)RunDirectory(dir);  // creates the layout, so the tail has a file to start from
+    auto tail = std::make_shared<JsonlTail>(path_join(dir, "events.jsonl"));
+    watcher = std::thread([this, tail, &done, &cb] {
+      EngineState last = EngineState::Idle;
+      auto poll = [&] {
+        for (auto& j : tail->read_new()) {
+          EngineEvent e{j.value("event", std::string()), j.value("time", 0.0), j.value("step", int64_t{0}), j};
+          if (cb.on_event) cb.on_event(e);
+        }
+        const EngineState s = state.load();
+        if (s != last) {
+          last = s;
+          if (cb.on_state) cb.on_state(s);
+        }
+      };
+      while (!done.load()) {
+        poll();
+        std::this_thread::sleep_for(std::chrono::milliseconds(40));
+      }
+      poll();  // the final events (stop/finished/error) and state
+    });
+
+    EngineOptions eo;
+    eo.local_generators = options.local_generators >= 0 ? options.local_generators
+                                                        : static_cast<int>(cfg.local_generators);
+    eo.resume = options.resume;
+    eng = std::make_unique<Engine>(cfg, dir, eo);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      engine = eng.get();
+      if (want_pause) eng->pause();
+      if (want_stop) eng->stop();
+    }
+    // state mirrors the engine's through the step callback and a small poller below.
+    std::atomic<bool> run_done{false};
+    std::thread mirror([&] {
+      while (!run_done.load()) {
+        state = eng->state();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+    try {
+      adapter = eng->run([&](const StepReport& r) {
+        step = r.step;
+        state = eng->state();
+        if (cb.on_step) cb.on_step(r);
+      });
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    run_done = true;
+    mirror.join();
+    state = eng->state();
+  } catch (const std::exception& e) {
+    failure = e.what();
+    state = EngineState::Failed;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    engine = nullptr;
+  }
+  eng.reset();  // joins the engine's producers before the final report
+  done = true;
+  if (watcher.joinable()) watcher.join();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    this->adapter = adapter;
+    error = failure;
+    active = false;
+  }
+  if (cb.on_done) cb.on_done(adapter, failure);
+}
+
+void EngineSession::pause() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->engine) impl_->engine->pause();
+  else impl_->want_pause = true;
+}
+
+void EngineSession::resume() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->engine) impl_->engine->resume();
+  impl_->want_pause = false;
+}
+
+void EngineSession::stop() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->engine) impl_->engine->stop();
+  else if (impl_->active) impl_->want_stop = true;
+}
+
+std::string EngineSession::retune(const nlohmann::json& changes) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->engine) return impl_->active ? "the model is still loading: retune once the run has started"
+                                           : "no run is active";
+  return impl_->engine->retune(changes);
+}
+
+bool EngineSession::active() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->active;
+}
+
+EngineState EngineSession::state() const { return impl_->state.load(); }
+int64_t EngineSession::step() const { return impl_->step.load(); }
+
+std::string EngineSession::run_dir() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->run_dir;
+}
+
+std::string EngineSession::final_adapter() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->adapter;
+}
+
+std::string EngineSession::error() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->error;
+}
+
+void EngineSession::wait() {
+  if (impl_->thread.joinable() && impl_->thread.get_id() != std::this_thread::get_id()) impl_->thread.join();
+}
+
+}  // namespace grpo::run

@@ -1,0 +1,74 @@
+// EngineSession: the Engine on its own thread behind a torch-free facade, for front ends that
+// must not see torch (ui/, DESIGN.md Layers). start() returns at once; the model loads and the
+// run proceeds on the session's thread. Step reports, run events (tailed from events.jsonl, so
+// the UI sees exactly what the run directory records) and state changes come back through
+// callbacks invoked on session threads: the receiver copies them and hands them to its own
+// thread (EngineController queues them to the GUI). Control calls are thread-safe and may come
+// before the engine exists (a pause or stop given while the model loads is applied once it has).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/grpo/config.h"
+#include "core/run/engine_types.h"
+
+namespace grpo::run {
+
+struct SessionOptions {
+  int local_generators = -1;  // -1: the config's local_generators
+  bool resume = false;        // continue the run directory from its newest intact checkpoint
+};
+
+// One line of events.jsonl: {"event": kind, "time", "step", ...}.
+struct EngineEvent {
+  std::string kind;   // start, pause, resume, retune, stop, finished, error, warning, ...
+  double time = 0;    // wall seconds since the epoch
+  int64_t step = 0;   // the step the engine had completed when it happened
+  nlohmann::json data;  // the whole record
+};
+
+struct SessionCallbacks {
+  std::function<void(const StepReport&)> on_step;      // engine thread, after each optimizer step
+  std::function<void(const EngineEvent&)> on_event;    // watcher thread
+  std::function<void(EngineState)> on_state;          // watcher thread, on every change
+  // Once per start(), last: the final adapter directory, or "" and the error text.
+  std::function<void(const std::string& adapter, const std::string& error)> on_done;
+};
+
+class EngineSession {
+public:
+  EngineSession();
+  ~EngineSession();  // stops the run and joins its threads
+  EngineSession(const EngineSession&) = delete;
+  EngineSession& operator=(const EngineSession&) = delete;
+
+  // Starts a run of `cfg` in `run_dir`. Throws grpo::Error when a run is still active or the
+  // config does not validate; later errors (a bad model folder, a failed step) arrive in on_done.
+  void start(const grpo::TrainConfig& cfg, const std::string& run_dir, SessionOptions options,
+             SessionCallbacks callbacks);
+
+  void pause();
+  void resume();
+  void stop();
+  // "" when accepted (applied at the next step boundary), else the reason (names the key).
+  std::string retune(const nlohmann::json& changes);
+
+  bool active() const;        // started and on_done not yet delivered
+  EngineState state() const;  // Idle before the engine exists
+  int64_t step() const;
+  std::string run_dir() const;
+  std::string final_adapter() const;  // after on_done
+  std::string error() const;          // after on_done; "" on success
+  void wait();                        // blocks until the run thread has ended
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace grpo::run
