@@ -1,0 +1,275 @@
+// The UI's data side without an engine: MetricStore bounds and min/max downsampling checked
+// against a brute-force reference, CSV export, the item models under QAbstractItemModelTester,
+// the setup page's in-place validation (a bad model folder, an out-of-range value), and the
+// retune dialog's handling of a refusal.
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QLabel>
+#include <QLineEdit>
+#include <QStandardPaths>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <random>
+
+#include "ui/metric_store.h"
+#include "ui/retune_dialog.h"
+#include "ui/samples_page.h"
+#include "ui/setup_page.h"
+#include "ui/workers_page.h"
+#ifdef GRPO_UI_WITH_CLUSTER_TEST
+#include "core/cluster/beacon.h"
+#include "core/cluster/cluster_token.h"
+#include "core/cluster/discovery.h"
+#endif
+
+using namespace grpo::ui;
+
+class TestUiModels : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+  void downsampleKeepsEveryBucketsExtremes() {
+    MetricStore s;
+    std::mt19937 rng(3);
+    std::normal_distribution<double> noise(0, 1);
+    const int n = 100000;
+    std::vector<double> y(n);
+    for (int i = 0; i < n; ++i) {
+      y[i] = std::sin(i * 0.001) + 0.1 * noise(rng) + (i == 54321 ? 25.0 : 0.0);  // one spike
+      s.add(i + 1, "reward", y[i]);
+    }
+    QCOMPARE(s.size("reward"), size_t(n));
+    const int buckets = 500;
+    auto pts = s.downsample("reward", 0, n + 1, buckets);
+    QVERIFY(pts.size() <= 2 * buckets);
+    QVERIFY(pts.size() >= buckets);
+    // Reference: the global min and max, and the spike, survive.
+    const double gmin = *std::min_element(y.begin(), y.end()), gmax = *std::max_element(y.begin(), y.end());
+    double dmin = 1e300, dmax = -1e300;
+    bool spike = false;
+    for (int i = 0; i < pts.size(); ++i) {
+      dmin = std::min(dmin, pts[i].y());
+      dmax = std::max(dmax, pts[i].y());
+      spike = spike || pts[i].x() == 54322;
+      if (i > 0) QVERIFY(pts[i].x() > pts[i - 1].x());  // x order
+    }
+    QCOMPARE(dmin, gmin);
+    QCOMPARE(dmax, gmax);
+    QVERIFY(spike);
+    // Each bucket's extremes equal a brute-force scan of that bucket.
+    for (int k : {0, 137, 499}) {
+      const size_t lo = size_t(n) * k / buckets, hi = size_t(n) * (k + 1) / buckets;
+      const double bmin = *std::min_element(y.begin() + lo, y.begin() + hi);
+      const double bmax = *std::max_element(y.begin() + lo, y.begin() + hi);
+      bool has_min = false, has_max = false;
+      for (const auto& p : pts)
+        if (p.x() >= lo + 1 && p.x() <= hi) {
+          has_min = has_min || p.y() == bmin;
+          has_max = has_max || p.y() == bmax;
+        }
+      QVERIFY2(has_min && has_max, qPrintable(QString("bucket %1").arg(k)));
+    }
+    // Few points: all of them, unchanged.
+    auto few = s.downsample("reward", 10, 20, buckets);
+    QCOMPARE(few.size(), 11);
+    QCOMPARE(few.front().y(), y[9]);
+  }
+
+  void storeIsBoundedAndResumeReplaces() {
+    MetricStore s;
+    for (size_t i = 1; i <= MetricStore::kMaxPoints + 10; ++i) s.add(double(i), "x", double(i));
+    QVERIFY(s.size("x") <= MetricStore::kMaxPoints);
+    QCOMPARE(s.last("x"), double(MetricStore::kMaxPoints + 10));
+    MetricStore r;
+    for (int i = 1; i <= 10; ++i) r.add(i, "loss", i);
+    r.add(6, "loss", -1);  // a resumed run replays from step 6
+    QCOMPARE(r.size("loss"), size_t(6));
+    QCOMPARE(r.last("loss"), -1.0);
+    r.add(7, "loss", NAN);  // skipped
+    QCOMPARE(r.size("loss"), size_t(6));
+    for (size_t i = 0; i < MetricStore::kMaxMarkers + 5; ++i) r.add_marker({double(i), "pause", ""});
+    QCOMPARE(r.markers().size(), MetricStore::kMaxMarkers);
+  }
+
+  void bandAndCsv() {
+    MetricStore s;
+    for (int i = 1; i <= 4; ++i) {
+      s.add(i, "reward", i * 0.25);
+      s.add(i, "reward_std", 0.1);
+    }
+    s.add(2, "eval/accuracy", 0.5);
+    QVector<QPointF> up, down;
+    s.band("reward", "reward_std", 0, 10, 100, up, down);
+    QCOMPARE(up.size(), 4);
+    QVERIFY(std::fabs(up[1].y() - 0.6) < 1e-12);
+    QVERIFY(std::fabs(down[1].y() - 0.4) < 1e-12);
+    const std::string csv = s.to_csv({"reward", "eval/accuracy"});
+    QCOMPARE(QString::fromStdString(csv), QString("step,reward,eval/accuracy\n1,0.25,\n2,0.5,0.5\n3,0.75,\n4,1,\n"));
+  }
+
+  void sampleModelUnderTester() {
+    SampleTableModel model;
+    SampleFilterModel filter;
+    filter.setSourceModel(&model);
+    QAbstractItemModelTester t1(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester t2(&filter, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    std::vector<grpo::run::SampleRecord> rows;
+    for (int i = 0; i < 300; ++i)
+      rows.push_back({i, i / 10, i % 8, "What is " + std::to_string(i) + "?", i % 3 ? "12" : "7", "7", "stop",
+                      i % 3 ? 0.0 : 1.0, i % 3 ? -0.5 : 1.0});
+    for (int k = 0; k < 20; ++k) model.append(rows);  // 6000 > kMaxRows: the oldest go
+    QCOMPARE(model.rowCount(), int(SampleTableModel::kMaxRows));
+    filter.setRewardedOnly(true);
+    QCOMPARE(filter.rowCount(), int(SampleTableModel::kMaxRows) / 3);
+    filter.setSearch("What is 297?");
+    QVERIFY(filter.rowCount() > 0);
+    for (int r = 0; r < filter.rowCount(); ++r)
+      QVERIFY(filter.index(r, SampleTableModel::Prompt).data().toString() == "What is 297?");
+    filter.setSearch("");
+    filter.setRewardedOnly(false);
+    filter.sort(SampleTableModel::Reward, Qt::DescendingOrder);
+    QCOMPARE(filter.index(0, SampleTableModel::Reward).data().toDouble(), 1.0);
+    model.clear();
+    QCOMPARE(filter.rowCount(), 0);
+  }
+
+  void workerModelUnderTester() {
+    WorkersPage page;
+    QAbstractItemModelTester t(page.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QVERIFY(page.addUrl("http://127.0.0.1:8011").isEmpty());
+    QVERIFY(page.addUrl("http://[::1]:8012/").isEmpty());
+    QVERIFY(page.addUrl("http://127.0.0.1:8011").contains("already"));
+    QVERIFY(page.addUrl("127.0.0.1").contains("not a worker URL"));
+    QVERIFY(page.addUrl("ftp://127.0.0.1:21").contains("not a worker URL"));
+    QCOMPARE(page.urls(), QStringList({"http://127.0.0.1:8011", "http://[::1]:8012"}));
+    WorkerRow w = page.model()->rows()[0];
+    w.status = "healthy";
+    w.adapterVersion = 3;
+    w.inFlight = 16;
+    QVERIFY(page.model()->upsert(w));
+    QCOMPARE(page.model()->index(0, WorkerTableModel::Adapter).data().toString(), QString("policy-v3"));
+    QCOMPARE(page.model()->rowCount(), 2);
+    QVERIFY(page.model()->remove("http://127.0.0.1:8011"));
+    QCOMPARE(page.model()->rowCount(), 1);
+  }
+
+  void workersFoundBySignedBeacons() {
+#ifdef GRPO_UI_WITH_CLUSTER_TEST
+    QTemporaryDir dir;
+    const QString token = dir.filePath("cluster-token");
+    WorkersPage page;
+    QAbstractItemModelTester t(page.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QVERIFY(page.startDiscovery("127.0.0.1:0", token).isEmpty());
+    QVERIFY(page.discoveryPort() > 0);
+    const std::string key = grpo::cluster::beacon_key(grpo::cluster::load_or_create_token(token.toStdString()));
+    grpo::cluster::BeaconSender sender(key, {"127.0.0.1", page.discoveryPort()}, [] {
+      grpo::cluster::Beacon b;
+      b.name = "gpu-box";
+      b.url = "http://127.0.0.1:18123";
+      b.devices = "cpu x2";
+      b.load = 3;
+      return b;
+    }, 0.2);
+    // An unsigned sender (wrong key) is refused and never listed.
+    grpo::cluster::BeaconSender rogue("not-the-key", {"127.0.0.1", page.discoveryPort()}, [] {
+      grpo::cluster::Beacon b;
+      b.name = "rogue";
+      b.url = "http://127.0.0.1:18999";
+      return b;
+    }, 0.2);
+    sender.start();
+    rogue.start();
+    QTRY_COMPARE_WITH_TIMEOUT(page.model()->find("http://127.0.0.1:18123") >= 0, true, 20000);
+    const auto& row = page.model()->rows()[page.model()->find("http://127.0.0.1:18123")];
+    QCOMPARE(row.name, QString("gpu-box"));
+    QCOMPARE(row.inFlight, 3);
+    QTest::qWait(600);
+    QCOMPARE(page.model()->find("http://127.0.0.1:18999"), -1);
+    sender.stop();
+    rogue.stop();
+    page.stopDiscovery();
+    QVERIFY(!page.discovering());
+#else
+    QSKIP("core/cluster is not built");
+#endif
+  }
+
+  void setupPageValidatesInPlace() {
+    SetupPage page;
+    page.loadPreset("demo");
+    QVERIFY2(page.modelValid(), qPrintable(page.modelStatus()));
+    QVERIFY(page.modelStatus().contains("qwen2", Qt::CaseInsensitive));  // the inspect summary
+    QCOMPARE(page.datasetPreview()->rowCount(), 5);                       // generated arithmetic
+    QVERIFY(page.datasetPreview()->item(0, 1)->text().startsWith("What is"));
+
+    QTemporaryDir bad;
+    page.setModelFolder(bad.path());
+    QVERIFY(!page.modelValid());
+    QVERIFY2(page.modelStatus().contains("config.json"), qPrintable(page.modelStatus()));
+    auto* status = page.findChild<QLabel*>("modelStatus");
+    QVERIFY(status && status->isVisibleTo(&page) && !status->text().isEmpty());
+
+    page.field("temperature")->setText("-1");
+    QVERIFY2(page.fieldError("temperature").contains("temperature"), qPrintable(page.fieldError("temperature")));
+    QVERIFY(!page.findChild<QLabel*>("fieldError:temperature")->isHidden());
+    page.field("temperature")->setText("0.7");
+    QVERIFY(page.fieldError("temperature").isEmpty());
+    page.field("loss_type")->setText("ppo");
+    QVERIFY(page.fieldError("loss_type").contains("dapo"));  // names what is allowed
+    page.field("loss_type")->setText("dapo");
+
+    grpo::grpo::TrainConfig cfg;
+    QString err;
+    QVERIFY(!page.buildConfig(cfg, &err));  // the bad model folder blocks Start
+    QVERIFY(err.contains("model"));
+    page.loadPreset("demo");
+    QVERIFY2(page.buildConfig(cfg, &err), qPrintable(err));
+    QCOMPARE(cfg.task, std::string("arith"));
+    QCOMPARE(cfg.num_generations, int64_t(8));
+
+    // Save and load round trip through a real file.
+    QTemporaryDir dir;
+    const QString path = dir.filePath("run.json");
+    page.field("learning_rate")->setText("0.002");
+    QVERIFY(page.saveConfigFile(path, &err));
+    SetupPage other;
+    QVERIFY2(other.loadConfigFile(path, &err), qPrintable(err));
+    QCOMPARE(other.field("learning_rate")->text(), QString("0.002"));
+    QVERIFY(other.buildConfig(cfg, &err));
+    QCOMPARE(cfg.learning_rate, 0.002);
+    // A config file with an unknown key is refused with the nearest known key.
+    QFile f(dir.filePath("bad.json"));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"learning_rat\": 0.1}");
+    f.close();
+    QVERIFY(!other.loadConfigFile(dir.filePath("bad.json"), &err));
+    QVERIFY2(err.contains("learning_rate"), qPrintable(err));
+  }
+
+  void retuneDialogShowsRefusalInPlace() {
+    nlohmann::json current = {{"learning_rate", 0.001}, {"temperature", 1.0}};
+    nlohmann::json sent;
+    RetuneDialog dlg(current, [&](const nlohmann::json& c) {
+      sent = c;
+      return c.contains("temperature") ? QString("retune: key \"temperature\": value -2 is not valid") : QString();
+    });
+    QVERIFY(dlg.field("learning_rate"));
+    QVERIFY(!dlg.field("r"));  // not retunable
+    QVERIFY(!dlg.apply());     // nothing changed
+    dlg.field("temperature")->setText("-2");
+    QVERIFY(!dlg.apply());
+    QVERIFY(dlg.errorText().contains("temperature"));
+    QVERIFY(!dlg.field("temperature")->styleSheet().isEmpty());
+    dlg.field("temperature")->setText("1.0");
+    dlg.field("learning_rate")->setText("0.003");
+    QVERIFY(dlg.apply());
+    QCOMPARE(sent, nlohmann::json({{"learning_rate", 0.003}}));
+  }
+};
+
+QTEST_MAIN(TestUiModels)
+#include "test_ui_models.moc"

@@ -1,0 +1,50 @@
+// DashboardPage: the live charts of a run (DESIGN.md, issue 6: reward with its std band and per
+// reward function, staleness, throughput, queue against its bound, waits, step time, KL, ratio
+// and clipping, completion length, learning rate, eval accuracy), with the bottleneck verdict
+// and its advice above them. Data goes into a bounded MetricStore; a 25 Hz timer redraws only
+// when the store changed.
+#pragma once
+
+#include <vector>
+
+#include <QVector>
+#include <QWidget>
+
+#include "core/run/engine_session.h"
+#include "ui/metric_chart.h"
+#include "ui/metric_store.h"
+
+class QLabel;
+class QTimer;
+
+namespace grpo::ui {
+
+class DashboardPage : public QWidget {
+  Q_OBJECT
+public:
+  explicit DashboardPage(QWidget* parent = nullptr);
+
+  MetricStore& store() { return store_; }
+  const std::vector<MetricChart*>& charts() const { return charts_; }
+  MetricChart* chart(const QString& title) const;
+
+  void clear();
+  void setQueueBound(double groups);  // the rollout queue's capacity, in groups
+  void setTitle(const QString& text);
+  void setVerdict(const QString& verdict, const QString& advice);
+  QString verdictText() const;
+  void redrawNow(bool force = false);  // also what the timer calls
+  bool saveAllPng(const QString& dir, QStringList* written = nullptr);
+
+public Q_SLOTS:
+  void addReports(const QVector<::grpo::run::StepReport>& reports);
+  void addEvents(const QVector<::grpo::run::EngineEvent>& events);
+
+private:
+  MetricStore store_;
+  std::vector<MetricChart*> charts_;
+  QLabel *title_, *verdict_, *advice_;
+  QTimer* timer_;
+};
+
+}  // namespace grpo::ui

@@ -1,0 +1,80 @@
+// EngineController: the GUI side of the engine (DESIGN.md, Threads). It owns an EngineSession
+// (the engine on its own thread); commands go down as plain calls (thread-safe, non-blocking),
+// results come up through a mutex-guarded inbox that is drained on the GUI thread at most
+// ~25 times per second, so a fast engine never floods the event loop. Every signal carries
+// copied value types and is emitted on the GUI thread.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QString>
+#include <QVector>
+
+#include "core/grpo/config.h"
+#include "core/run/engine_session.h"
+
+namespace grpo::ui {
+
+class EngineController : public QObject {
+  Q_OBJECT
+public:
+  static constexpr int kDrainIntervalMs = 40;  // ~25 Hz
+  static constexpr size_t kMaxPendingReports = 100000;
+
+  explicit EngineController(QObject* parent = nullptr);
+  ~EngineController() override;  // stops the run and waits for its threads
+
+  // Starts a run; false (and lastError()) when the config does not validate or a run is active.
+  bool start(const ::grpo::grpo::TrainConfig& cfg, const QString& runDir, run::SessionOptions options = {});
+  void pause();
+  void resume();
+  void stop();
+  QString retune(const nlohmann::json& changes);  // "" when accepted
+
+  bool active() const { return session_.active(); }
+  run::EngineState state() const { return state_; }
+  int64_t step() const { return step_; }
+  int64_t maxSteps() const { return maxSteps_; }
+  QString runDir() const { return runDir_; }
+  QString lastError() const { return lastError_; }
+  QString finalAdapter() const { return adapter_; }
+  const ::grpo::grpo::TrainConfig& config() const { return config_; }  // the running config
+
+Q_SIGNALS:
+  void started(const QString& runDir);
+  void stepsReady(const QVector<::grpo::run::StepReport>& reports);  // in step order
+  void eventsReady(const QVector<::grpo::run::EngineEvent>& events);
+  void stateChanged(::grpo::run::EngineState state);
+  void finished(const QString& adapter, const QString& error);  // error "" on success
+
+private:
+  void schedule();
+  void drain();
+
+  run::EngineSession session_;
+  ::grpo::grpo::TrainConfig config_;
+  QString runDir_, lastError_, adapter_;
+  run::EngineState state_ = run::EngineState::Idle;
+  int64_t step_ = 0, maxSteps_ = 0;
+
+  struct Inbox {
+    std::deque<run::StepReport> reports;
+    QVector<run::EngineEvent> events;
+    bool stateChanged = false;
+    run::EngineState state = run::EngineState::Idle;
+    bool done = false;
+    QString adapter, error;
+  };
+  std::mutex mu_;
+  Inbox inbox_;
+  std::atomic<bool> scheduled_{false};
+  QElapsedTimer sinceDrain_;
+};
+
+}  // namespace grpo::ui
+

@@ -1,0 +1,311 @@
+#include "ui/main_window.h"
+
+#include <cmath>
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDateTime>
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QSettings>
+#include <QStatusBar>
+#include <QStyle>
+#include <QTabWidget>
+#include <QToolBar>
+
+#include "ui/adapters_page.h"
+#include "ui/dashboard_page.h"
+#include "ui/retune_dialog.h"
+#include "ui/run_history.h"
+#include "ui/runs_page.h"
+#include "ui/samples_page.h"
+#include "ui/setup_page.h"
+#include "ui/workers_page.h"
+
+namespace grpo::ui {
+
+QString format_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "—";
+  const int total = static_cast<int>(s + 0.5);
+  if (total >= 3600) return QString("%1h%2m").arg(total / 3600).arg((total / 60) % 60, 2, 10, QChar('0'));
+  return QString("%1m%2s").arg(total / 60).arg(total % 60, 2, 10, QChar('0'));
+}
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle(tr("GRPO Studio"));
+  controller_ = new EngineController(this);
+  tabs_ = new QTabWidget;
+  tabs_->setObjectName("pages");
+  tabs_->setDocumentMode(true);
+  setup_ = new SetupPage;
+  dashboard_ = new DashboardPage;
+  samples_ = new SamplesPage;
+  adapters_ = new AdaptersPage;
+  runs_ = new RunsPage;
+  workers_ = new WorkersPage;
+  tabs_->addTab(setup_, tr("Run setup"));
+  tabs_->addTab(dashboard_, tr("Dashboard"));
+  tabs_->addTab(samples_, tr("Samples"));
+  tabs_->addTab(adapters_, tr("Adapters"));
+  tabs_->addTab(runs_, tr("Runs"));
+  tabs_->addTab(workers_, tr("Workers"));
+  setCentralWidget(tabs_);
+
+  stateLabel_ = new QLabel(tr("ready"));
+  stepLabel_ = new QLabel;
+  versionLabel_ = new QLabel;
+  etaLabel_ = new QLabel;
+  progress_ = new QProgressBar;
+  progress_->setObjectName("progress");
+  progress_->setMaximumWidth(220);
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  statusBar()->addPermanentWidget(stateLabel_);
+  statusBar()->addPermanentWidget(stepLabel_);
+  statusBar()->addPermanentWidget(versionLabel_);
+  statusBar()->addPermanentWidget(etaLabel_);
+  statusBar()->addPermanentWidget(progress_);
+  buildActions();
+
+  connect(controller_, &EngineController::stepsReady, this, &MainWindow::onSteps);
+  connect(controller_, &EngineController::eventsReady, this, &MainWindow::onEvents);
+  connect(controller_, &EngineController::stateChanged, this, [this](run::EngineState s) {
+    stateLabel_->setText(run::to_string(s));
+    updateActions();
+  });
+  connect(controller_, &EngineController::finished, this, &MainWindow::onFinished);
+  connect(runs_, &RunsPage::openRequested, this, [this](const QString& d) { openRun(d); });
+  connect(runs_, &RunsPage::overlaysChanged, this, [this] {
+    for (auto* c : dashboard_->charts()) c->setOverlays(runs_->overlays());
+  });
+
+  setup_->loadPreset("demo");  // opens ready to run the demo
+  QSettings settings;
+  if (!restoreGeometry(settings.value("window/geometry").toByteArray())) resize(1500, 950);
+  restoreState(settings.value("window/state").toByteArray());
+  if (settings.contains("window/page")) tabs_->setCurrentIndex(settings.value("window/page").toInt());
+  updateActions();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildActions() {
+  auto* tb = addToolBar(tr("Run"));
+  tb->setObjectName("runToolbar");
+  tb->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  auto make = [&](const QString& text, QStyle::StandardPixmap icon, const QKeySequence& keys, const QString& tip) {
+    auto* a = new QAction(style()->standardIcon(icon), text, this);
+    a->setShortcut(keys);
+    a->setToolTip(QString("%1 (%2)").arg(tip, keys.toString(QKeySequence::NativeText)));
+    return a;
+  };
+  start_ = make(tr("Start"), QStyle::SP_MediaPlay, QKeySequence(Qt::CTRL | Qt::Key_R), tr("Start a run with the setup page's config"));
+  pause_ = make(tr("Pause"), QStyle::SP_MediaPause, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P), tr("Pause at the next step boundary"));
+  resume_ = make(tr("Resume"), QStyle::SP_MediaSeekForward, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R), tr("Resume the paused run"));
+  stop_ = make(tr("Stop"), QStyle::SP_MediaStop, QKeySequence(Qt::CTRL | Qt::Key_Period), tr("Stop: final checkpoint and adapter"));
+  retune_ = make(tr("Retune..."), QStyle::SP_FileDialogDetailedView, QKeySequence(Qt::CTRL | Qt::Key_T), tr("Change hyperparameters of the live run"));
+  export_ = make(tr("Export..."), QStyle::SP_DialogSaveButton, QKeySequence(Qt::CTRL | Qt::Key_E), tr("Export an adapter version or checkpoint"));
+  open_ = make(tr("Open run..."), QStyle::SP_DirOpenIcon, QKeySequence::Open, tr("Show a past run's charts"));
+  for (auto* a : {start_, pause_, resume_, stop_}) tb->addAction(a);
+  tb->addSeparator();
+  tb->addAction(retune_);
+  tb->addAction(export_);
+  tb->addAction(open_);
+
+  connect(start_, &QAction::triggered, this, [this] { startRun(); });
+  connect(pause_, &QAction::triggered, controller_, &EngineController::pause);
+  connect(resume_, &QAction::triggered, controller_, &EngineController::resume);
+  connect(stop_, &QAction::triggered, controller_, &EngineController::stop);
+  connect(retune_, &QAction::triggered, this, &MainWindow::openRetune);
+  connect(export_, &QAction::triggered, this, [this] { showPage(adapters_); });
+  connect(open_, &QAction::triggered, this, [this] {
+    const QString d = QFileDialog::getExistingDirectory(this, tr("Run folder"));
+    if (!d.isEmpty()) openRun(d);
+  });
+
+  auto* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(open_);
+  file->addAction(tr("Save charts as PNG..."), this, &MainWindow::saveChartsPng);
+  file->addAction(tr("Save metrics as CSV..."), this, &MainWindow::saveMetricsCsv);
+  file->addSeparator();
+  auto* quit = file->addAction(tr("Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+  auto* run = menuBar()->addMenu(tr("&Run"));
+  for (auto* a : {start_, pause_, resume_, stop_, retune_, export_}) run->addAction(a);
+  auto* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("About GRPO Studio"), this, [this] {
+    QMessageBox::about(this, tr("About GRPO Studio"),
+                       tr("GRPO Studio %1\nAsynchronous GRPO with LoRA for Hugging Face models.")
+                           .arg(QApplication::applicationVersion()));
+  });
+}
+
+void MainWindow::updateActions() {
+  const bool active = controller_->active();
+  const auto s = controller_->state();
+  start_->setEnabled(!active);
+  pause_->setEnabled(active && s == run::EngineState::Running);
+  resume_->setEnabled(active && s == run::EngineState::Paused);
+  stop_->setEnabled(active);
+  retune_->setEnabled(active && (s == run::EngineState::Running || s == run::EngineState::Paused));
+}
+
+void MainWindow::showPage(QWidget* page) { tabs_->setCurrentWidget(page); }
+
+bool MainWindow::startRun() {
+  ::grpo::grpo::TrainConfig cfg;
+  QString err;
+  if (!setup_->buildConfig(cfg, &err)) {
+    showPage(setup_);
+    statusBar()->showMessage(tr("Cannot start: %1").arg(err), 10000);
+    return false;
+  }
+  for (const auto& url : workers_->urls())
+    if (std::find(cfg.worker_urls.begin(), cfg.worker_urls.end(), url.toStdString()) == cfg.worker_urls.end())
+      cfg.worker_urls.push_back(url.toStdString());
+  QString dir = setup_->runDirectory();
+  if (dir.isEmpty())
+    dir = QDir::home().filePath("grpo-studio-runs/run-" + QDateTime::currentDateTime().toString("yyyyMMdd-hhmmss"));
+  dashboard_->clear();
+  samples_->model()->clear();
+  if (!controller_->start(cfg, dir)) {
+    statusBar()->showMessage(tr("Cannot start: %1").arg(controller_->lastError()), 10000);
+    showPage(setup_);
+    return false;
+  }
+  liveConfig_ = cfg.to_json();
+  shownRun_ = dir;
+  dashboard_->setTitle(tr("Run %1 — loading the model...").arg(dir));
+  const double G = static_cast<double>(std::max<int64_t>(1, cfg.num_generations));
+  dashboard_->setQueueBound(std::ceil(static_cast<double>(cfg.queue_maxsize) / G));
+  progress_->setRange(0, static_cast<int>(cfg.max_steps));
+  progress_->setValue(0);
+  stepLabel_->setText(tr("step 0/%1").arg(cfg.max_steps));
+  versionLabel_->setText("policy-v0");
+  etaLabel_->setText(tr("ETA —"));
+  adapters_->setRunDir(dir);
+  showPage(dashboard_);
+  updateActions();
+  return true;
+}
+
+void MainWindow::onSteps(const QVector<::grpo::run::StepReport>& reports) {
+  dashboard_->addReports(reports);
+  samples_->addReports(reports);
+  const auto& r = reports.back();
+  stepLabel_->setText(tr("step %1/%2").arg(r.step).arg(r.max_steps));
+  const QString version = QString("policy-v%1").arg(r.policy_version);
+  if (versionLabel_->text() != version) adapters_->refresh();  // a new version was published
+  versionLabel_->setText(version);
+  const double eta = r.step > 0 ? r.elapsed_s / static_cast<double>(r.step) * static_cast<double>(r.max_steps - r.step) : NAN;
+  etaLabel_->setText(tr("ETA %1").arg(format_duration(eta)));
+  progress_->setRange(0, static_cast<int>(r.max_steps));
+  progress_->setValue(static_cast<int>(r.step));
+  auto reward = r.metrics.find("reward");
+  dashboard_->setTitle(tr("Run %1 — step %2, reward %3")
+                           .arg(controller_->runDir())
+                           .arg(r.step)
+                           .arg(reward == r.metrics.end() ? QString("—") : QString::number(reward->second, 'f', 3)));
+  updateActions();
+}
+
+void MainWindow::onEvents(const QVector<::grpo::run::EngineEvent>& events) {
+  dashboard_->addEvents(events);
+  for (const auto& e : events) {
+    if (e.kind == "retune" && e.data.contains("new") && e.data["new"].is_object())
+      for (const auto& [k, v] : e.data["new"].items()) liveConfig_[k] = v;
+    if (e.kind == "pause" || e.kind == "resume" || e.kind == "retune" || e.kind == "error" || e.kind == "warning")
+      statusBar()->showMessage(describe_event(e.data), 8000);
+  }
+  updateActions();
+}
+
+void MainWindow::onFinished(const QString& adapter, const QString& error) {
+  updateActions();
+  adapters_->refresh();
+  if (!error.isEmpty()) {
+    dashboard_->setTitle(tr("Run %1 failed").arg(controller_->runDir()));
+    dashboard_->setVerdict(tr("failed"), error);
+    statusBar()->showMessage(tr("Run failed: %1").arg(error));
+  } else {
+    statusBar()->showMessage(tr("Run finished; final adapter %1").arg(adapter), 15000);
+    runs_->addRun(controller_->runDir());
+  }
+  etaLabel_->setText(tr("ETA —"));
+  Q_EMIT runFinished(adapter, error);
+}
+
+bool MainWindow::openRun(const QString& runDir) {
+  if (controller_->active()) {
+    statusBar()->showMessage(tr("A run is active: the dashboard shows it. Check the past run on the Runs page to overlay it."), 10000);
+    return false;
+  }
+  RunHistory h;
+  try {
+    h = load_run_history(runDir.toStdString(), dashboard_->store());
+  } catch (const std::exception& e) {
+    statusBar()->showMessage(QString::fromStdString(e.what()), 15000);
+    return false;
+  }
+  shownRun_ = runDir;
+  runs_->addRun(runDir);
+  dashboard_->setTitle(tr("Run %1 (%2, %3 steps)").arg(runDir, QString::fromStdString(h.state)).arg(h.steps));
+  dashboard_->setVerdict(QString::fromStdString(h.last_verdict), QString());
+  const int64_t G = std::max<int64_t>(1, h.config.value("num_generations", int64_t{1}));
+  dashboard_->setQueueBound(std::ceil(static_cast<double>(h.config.value("queue_maxsize", int64_t{0})) / static_cast<double>(G)));
+  samples_->loadRun(runDir);
+  adapters_->setRunDir(runDir);
+  const int64_t max_steps = h.config.value("max_steps", int64_t{0});
+  progress_->setRange(0, static_cast<int>(std::max<int64_t>(1, max_steps)));
+  progress_->setValue(static_cast<int>(h.steps));
+  stepLabel_->setText(tr("step %1/%2").arg(h.steps).arg(max_steps));
+  showPage(dashboard_);
+  dashboard_->redrawNow(true);
+  return true;
+}
+
+QString MainWindow::statusSummary() const {
+  return stepLabel_->text() + " · " + versionLabel_->text() + " · " + etaLabel_->text();
+}
+
+void MainWindow::openRetune() {
+  if (!controller_->active()) return;
+  RetuneDialog dlg(liveConfig_, [this](const nlohmann::json& c) { return controller_->retune(c); }, this);
+  dlg.exec();
+}
+
+void MainWindow::saveChartsPng() {
+  const QString d = QFileDialog::getExistingDirectory(this, tr("Folder for the chart images"));
+  if (d.isEmpty()) return;
+  QStringList written;
+  dashboard_->saveAllPng(d, &written);
+  statusBar()->showMessage(tr("Saved %1 charts to %2").arg(written.size()).arg(d), 8000);
+}
+
+void MainWindow::saveMetricsCsv() {
+  const QString p = QFileDialog::getSaveFileName(this, tr("Save metrics"), "metrics.csv", tr("CSV files (*.csv)"));
+  if (p.isEmpty()) return;
+  QFile f(p);
+  const std::string csv = dashboard_->store().to_csv(dashboard_->store().keys());
+  if (f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(csv.data(), static_cast<qint64>(csv.size())) >= 0)
+    statusBar()->showMessage(tr("Saved %1").arg(p), 8000);
+  else
+    statusBar()->showMessage(tr("%1: %2").arg(p, f.errorString()), 15000);
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  QSettings settings;
+  settings.setValue("window/geometry", saveGeometry());
+  settings.setValue("window/state", saveState());
+  settings.setValue("window/page", tabs_->currentIndex());
+  controller_->stop();  // the controller's destructor waits for the final checkpoint
+  QMainWindow::closeEvent(e);
+}
+
+}  // namespace grpo::ui

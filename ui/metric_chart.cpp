@@ -1,0 +1,279 @@
+#include "ui/metric_chart.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <QAreaSeries>
+#include <QContextMenuEvent>
+#include <QFile>
+#include <QFileDialog>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QMenu>
+#include <QToolTip>
+#include <QValueAxis>
+
+namespace grpo::ui {
+namespace {
+
+const QColor kPalette[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28), QColor(0x2c, 0xa0, 0x2c),
+                           QColor(0xff, 0x7f, 0x0e), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
+                           QColor(0xe3, 0x77, 0xc2), QColor(0x17, 0xbe, 0xcf)};
+
+QColor markerColor(const QString& kind) {
+  if (kind == "pause") return QColor(0xff, 0x8c, 0x00);
+  if (kind == "resume") return QColor(0x2e, 0x8b, 0x57);
+  if (kind == "retune") return QColor(0x8a, 0x2b, 0xe2);
+  return QColor(0xb2, 0x22, 0x22);  // stop, error
+}
+
+void hideFromLegend(QChart* chart, QAbstractSeries* s) {
+  for (auto* m : chart->legend()->markers(s)) m->setVisible(false);
+}
+
+}  // namespace
+
+MetricChart::MetricChart(QString title, std::vector<LineSpec> lines, QWidget* parent)
+    : QChartView(parent), title_(std::move(title)), specs_(std::move(lines)),
+      referenceY_(std::numeric_limits<double>::quiet_NaN()) {
+  auto* c = new QChart();
+  c->setTitle(title_);
+  c->setMargins(QMargins(4, 4, 4, 4));
+  c->legend()->setAlignment(Qt::AlignBottom);
+  c->legend()->setFont(QFont(font().family(), 8));
+  c->setTheme(palette().color(QPalette::Window).lightness() < 128 ? QChart::ChartThemeDark : QChart::ChartThemeLight);
+  c->setBackgroundRoundness(0);
+  QFont tf = c->titleFont();
+  tf.setBold(true);
+  c->setTitleFont(tf);
+  axisX_ = new QValueAxis(c);
+  axisY_ = new QValueAxis(c);
+  axisX_->setLabelFormat("%d");
+  axisX_->setTitleText("");
+  axisY_->setLabelFormat("%.3g");
+  QFont af(font().family(), 7);
+  axisX_->setLabelsFont(af);
+  axisY_->setLabelsFont(af);
+  c->addAxis(axisX_, Qt::AlignBottom);
+  c->addAxis(axisY_, Qt::AlignLeft);
+  setChart(c);
+  setRenderHint(QPainter::Antialiasing, true);
+  setMinimumSize(260, 190);
+  // Fixed (non-pattern) lines exist from the start, so the legend is complete before data arrives.
+  int i = 0;
+  for (const auto& s : specs_) {
+    if (s.suffix.empty()) lineFor(s.key, s.label, s, i);
+    ++i;
+  }
+}
+
+MetricChart::Line& MetricChart::lineFor(const std::string& key, const QString& label, const LineSpec& spec, int index) {
+  for (auto& l : lines_)
+    if (l.key == key) return l;
+  Line l;
+  l.key = key;
+  const QColor color = kPalette[lines_.size() % std::size(kPalette)];
+  if (!spec.band_std.empty()) {
+    l.upper = new QLineSeries(this);
+    l.lower = new QLineSeries(this);
+    l.band = new QAreaSeries(l.upper, l.lower);
+    QColor fill = color;
+    fill.setAlpha(50);
+    l.band->setBrush(fill);
+    l.band->setPen(Qt::NoPen);
+    l.band->setName(label + " ± std");
+    chart()->addSeries(l.band);
+    l.band->attachAxis(axisX_);
+    l.band->attachAxis(axisY_);
+  }
+  l.series = new QLineSeries();
+  l.series->setName(label);
+  QPen pen(color, 1.6);
+  if (spec.dashed) pen.setStyle(Qt::DashLine);
+  l.series->setPen(pen);
+  chart()->addSeries(l.series);
+  l.series->attachAxis(axisX_);
+  l.series->attachAxis(axisY_);
+  (void)index;
+  lines_.push_back(l);
+  return lines_.back();
+}
+
+void MetricChart::setOverlays(std::vector<Overlay> overlays) {
+  overlays_ = std::move(overlays);
+  for (auto* s : overlaySeries_) {
+    chart()->removeSeries(s);
+    delete s;
+  }
+  overlaySeries_.clear();
+  int i = 0;
+  for (const auto& o : overlays_) {
+    auto* s = new QLineSeries();
+    s->setName(o.label);
+    QColor c = kPalette[(i + 3) % std::size(kPalette)];
+    s->setPen(QPen(c, 1.2, Qt::DashLine));
+    chart()->addSeries(s);
+    s->attachAxis(axisX_);
+    s->attachAxis(axisY_);
+    overlaySeries_.push_back(s);
+    ++i;
+  }
+  overlaysDirty_ = true;
+}
+
+void MetricChart::setReferenceLine(double y, const QString& label) {
+  referenceY_ = y;
+  if (!reference_) {
+    reference_ = new QLineSeries();
+    reference_->setPen(QPen(QColor(0x80, 0x80, 0x80), 1.0, Qt::DotLine));
+    chart()->addSeries(reference_);
+    reference_->attachAxis(axisX_);
+    reference_->attachAxis(axisY_);
+  }
+  reference_->setName(label);
+  overlaysDirty_ = true;
+}
+
+void MetricChart::redraw(const MetricStore& store, bool force) {
+  if (!force && !overlaysDirty_ && &store == lastStore_ && store.revision() == lastRevision_) return;
+  lastStore_ = &store;
+  lastRevision_ = store.revision();
+  overlaysDirty_ = false;
+
+  double x1 = std::max(1.0, store.max_step());
+  for (const auto& o : overlays_) x1 = std::max(x1, o.store->max_step());
+  const double x0 = 0;
+  const qreal width = chart()->plotArea().width();
+  const int buckets = std::clamp(static_cast<int>(width > 10 ? width / 2 : 300), 50, 1200);
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  auto extend = [&](const QVector<QPointF>& pts) {
+    for (const auto& p : pts) {
+      lo = std::min(lo, p.y());
+      hi = std::max(hi, p.y());
+    }
+  };
+
+  int index = 0;
+  for (const auto& spec : specs_) {
+    std::vector<std::pair<std::string, QString>> keys;
+    if (spec.suffix.empty()) {
+      keys.push_back({spec.key, spec.label});
+    } else {
+      for (const auto& k : store.keys_matching(spec.key, spec.suffix)) {
+        QString name = QString::fromStdString(k.substr(spec.key.size(), k.size() - spec.key.size() - spec.suffix.size()));
+        keys.push_back({k, spec.label.isEmpty() ? name : spec.label + " " + name});
+      }
+    }
+    for (const auto& [key, label] : keys) {
+      Line& l = lineFor(key, label, spec, index);
+      QVector<QPointF> pts = store.downsample(key, x0, x1, buckets);
+      extend(pts);
+      l.series->replace(pts);
+      if (l.band) {
+        QVector<QPointF> up, down;
+        store.band(key, spec.band_std, x0, x1, buckets, up, down);
+        extend(up);
+        extend(down);
+        l.upper->replace(up);
+        l.lower->replace(down);
+      }
+    }
+    ++index;
+  }
+  if (!lines_.empty()) {
+    for (size_t i = 0; i < overlays_.size(); ++i) {
+      QVector<QPointF> pts = overlays_[i].store->downsample(lines_.front().key, x0, x1, buckets);
+      extend(pts);
+      overlaySeries_[i]->replace(pts);
+    }
+  }
+  if (reference_ && std::isfinite(referenceY_)) {
+    reference_->replace(QVector<QPointF>{QPointF(x0, referenceY_), QPointF(x1, referenceY_)});
+    lo = std::min(lo, referenceY_);
+    hi = std::max(hi, referenceY_);
+  }
+  if (!std::isfinite(lo)) {
+    lo = 0;
+    hi = 1;
+  }
+  if (hi - lo < 1e-12) {
+    const double pad = std::max(1e-6, std::fabs(hi) * 0.05);
+    lo -= pad;
+    hi += pad;
+  } else {
+    const double pad = (hi - lo) * 0.06;
+    lo -= pad;
+    hi += pad;
+  }
+  axisX_->setRange(x0, x1);
+  axisY_->setRange(lo, hi);
+
+  // Control events as dashed vertical lines across the whole plot.
+  const auto& ms = store.markers();
+  size_t used = 0;
+  for (const auto& m : ms) {
+    if (m.step < x0 || m.step > x1) continue;
+    if (used == markers_.size()) {
+      auto* s = new QLineSeries();
+      chart()->addSeries(s);
+      s->attachAxis(axisX_);
+      s->attachAxis(axisY_);
+      hideFromLegend(chart(), s);
+      connect(s, &QLineSeries::hovered, this, [this, s](const QPointF&, bool on) {
+        if (on) QToolTip::showText(QCursor::pos(), s->property("marker_text").toString(), this);
+      });
+      markers_.push_back(s);
+    }
+    QLineSeries* s = markers_[used++];
+    s->setPen(QPen(markerColor(m.kind), 1.2, Qt::DashLine));
+    s->setProperty("marker_text", m.kind + " @ step " + QString::number(m.step) + (m.text.isEmpty() ? "" : ": " + m.text));
+    s->replace(QVector<QPointF>{QPointF(m.step, lo), QPointF(m.step, hi)});
+    s->setVisible(true);
+  }
+  for (size_t i = used; i < markers_.size(); ++i) markers_[i]->setVisible(false);
+}
+
+std::vector<std::string> MetricChart::drawnKeys() const {
+  std::vector<std::string> out;
+  for (const auto& l : lines_) out.push_back(l.key);
+  return out;
+}
+
+int MetricChart::pointCount() const {
+  int n = 0;
+  for (const auto& l : lines_) n += static_cast<int>(l.series->count());
+  return n;
+}
+
+int MetricChart::markerCount() const {
+  int n = 0;
+  for (auto* s : markers_) n += s->isVisible() ? 1 : 0;
+  return n;
+}
+
+bool MetricChart::savePng(const QString& path) { return grab().save(path, "PNG"); }
+
+bool MetricChart::saveCsv(const QString& path) const {
+  if (!lastStore_) return false;
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return false;
+  const std::string csv = lastStore_->to_csv(drawnKeys());
+  return f.write(csv.data(), static_cast<qint64>(csv.size())) == static_cast<qint64>(csv.size());
+}
+
+void MetricChart::contextMenuEvent(QContextMenuEvent* event) {
+  QMenu menu(this);
+  QString base = title_.toLower().replace(' ', '-').replace('/', '-');
+  menu.addAction(tr("Save chart as PNG..."), this, [this, base] {
+    QString p = QFileDialog::getSaveFileName(this, tr("Save chart"), base + ".png", tr("PNG images (*.png)"));
+    if (!p.isEmpty()) savePng(p);
+  });
+  menu.addAction(tr("Save data as CSV..."), this, [this, base] {
+    QString p = QFileDialog::getSaveFileName(this, tr("Save data"), base + ".csv", tr("CSV files (*.csv)"));
+    if (!p.isEmpty()) saveCsv(p);
+  });
+  menu.exec(event->globalPos());
+}
+
+}  // namespace grpo::ui

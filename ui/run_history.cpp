@@ -1,0 +1,100 @@
+#include "ui/run_history.h"
+
+#include <cmath>
+
+#include "core/common/error.h"
+#include "core/common/files.h"
+#include "core/common/strings.h"
+#include "core/run/run_status.h"
+
+namespace grpo::ui {
+namespace {
+
+void add_derived(MetricStore& store, double step, const std::map<std::string, double>& m) {
+  auto a = m.find("batch/trained_tokens_per_step"), b = m.find("perf/step_s");
+  if (a != m.end() && b != m.end() && b->second > 0) store.add(step, "trained_tok_s", a->second / b->second);
+}
+
+QString value_text(const nlohmann::json& v) {
+  if (v.is_number_float()) return QString::number(v.get<double>(), 'g', 4);
+  return QString::fromStdString(v.dump());
+}
+
+}  // namespace
+
+void add_step(MetricStore& store, const run::StepReport& report) {
+  const double x = static_cast<double>(report.step);
+  for (const auto& [k, v] : report.metrics) store.add(x, k, v);
+  store.add(x, "policy_version", static_cast<double>(report.policy_version));
+  add_derived(store, x, report.metrics);
+}
+
+QString describe_event(const nlohmann::json& e) {
+  const std::string kind = e.value("event", "");
+  QString text = QString::fromStdString(kind);
+  if (kind == "retune" && e.contains("new") && e["new"].is_object()) {
+    QStringList parts;
+    for (const auto& [k, v] : e["new"].items()) {
+      QString old = e.contains("old") && e["old"].contains(k) ? value_text(e["old"][k]) : "?";
+      parts << QString::fromStdString(k) + " " + old + " → " + value_text(v);
+    }
+    text += ": " + parts.join(", ");
+  } else if (e.contains("message") && e["message"].is_string()) {
+    text += ": " + QString::fromStdString(e["message"].get<std::string>());
+  } else if (e.contains("worker") && e["worker"].is_string()) {
+    text += ": " + QString::fromStdString(e["worker"].get<std::string>());
+  }
+  return text;
+}
+
+bool add_event_marker(MetricStore& store, const nlohmann::json& e) {
+  const std::string kind = e.value("event", "");
+  if (kind != "pause" && kind != "resume" && kind != "retune" && kind != "stop" && kind != "error") return false;
+  Marker m;
+  m.kind = QString::fromStdString(kind);
+  m.step = static_cast<double>(e.value("step", int64_t{0}));
+  QString d = describe_event(e);
+  const int colon = d.indexOf(": ");
+  m.text = colon >= 0 ? d.mid(colon + 2) : QString();
+  store.add_marker(std::move(m));
+  return true;
+}
+
+RunHistory load_run_history(const std::string& run_dir, MetricStore& store) {
+  const std::string cfg_path = path_join(run_dir, "config.json");
+  check(file_exists(cfg_path), cfg_path, "missing: this is not a run directory",
+        "pick the directory `grpo train` or the studio printed (it holds config.json and metrics.jsonl)");
+  RunHistory h;
+  h.config = nlohmann::json::parse(read_file(cfg_path), nullptr, false);
+  check(!h.config.is_discarded() && h.config.is_object(), cfg_path, "not a JSON object");
+  store.clear();
+  const std::string metrics_path = path_join(run_dir, "metrics.jsonl");
+  if (file_exists(metrics_path)) {
+    for (const auto& line : split(read_file(metrics_path), '\n')) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object() || !j.contains("step")) continue;
+      run::StepReport r;
+      r.step = j.value("step", int64_t{0});
+      r.policy_version = j.value("policy_version", int64_t{0});
+      for (const auto& [k, v] : j.items())
+        if (v.is_number() && k != "step" && k != "time" && k != "policy_version") r.metrics[k] = v.get<double>();
+      h.last_verdict = j.value("verdict", h.last_verdict);
+      h.steps = r.step;
+      add_step(store, r);
+    }
+  }
+  const std::string events_path = path_join(run_dir, "events.jsonl");
+  if (file_exists(events_path)) {
+    for (const auto& line : split(read_file(events_path), '\n')) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded() && j.is_object()) add_event_marker(store, j);
+    }
+  }
+  try {
+    h.state = run::read_run_status(run_dir).value("state", "");
+  } catch (const std::exception&) {
+  }
+  return h;
+}
+
+}  // namespace grpo::ui

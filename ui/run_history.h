@@ -1,0 +1,34 @@
+// Reading a run directory into the dashboard's store: metrics.jsonl (one object per step) and
+// events.jsonl (control events become chart markers). Also the conversions the live path
+// shares: a StepReport or an event into store points and markers, and derived metrics
+// (trained tok/s) computed the same way for live and past runs.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/run/engine_session.h"
+#include "core/run/engine_types.h"
+#include "ui/metric_store.h"
+
+namespace grpo::ui {
+
+// Adds one step's metrics (plus derived ones) to `store`.
+void add_step(MetricStore& store, const run::StepReport& report);
+// Adds a chart marker for control events (pause, resume, retune, stop, error); others are ignored.
+// Returns whether a marker was added.
+bool add_event_marker(MetricStore& store, const nlohmann::json& event);
+// A one-line description of an event for logs and tooltips ("retune: learning_rate 0.001 -> 0.002").
+QString describe_event(const nlohmann::json& event);
+
+struct RunHistory {
+  nlohmann::json config;      // config.json
+  int64_t steps = 0;          // the last step recorded
+  std::string last_verdict, state;
+};
+// Loads `run_dir` into `store` (cleared first). Throws grpo::Error naming the file when the
+// directory is not a run (no config.json); a torn last line is skipped.
+RunHistory load_run_history(const std::string& run_dir, MetricStore& store);
+
+}  // namespace grpo::ui

@@ -1,0 +1,82 @@
+// SetupPage: everything a run needs before Start: the model folder (validated at once with the
+// `grpo inspect model` summary, or its error in place), the dataset (built-in arithmetic or a
+// JSONL/CSV file, with a preview of its first rows), reward functions with weights, the
+// hyperparameters under TRL's names (tooltips say what each does and its allowed range; a bad
+// value is marked beside its field), presets, and loading/saving config files.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <QWidget>
+#include <nlohmann/json.hpp>
+
+#include "core/grpo/config.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QTableWidget;
+class QTimer;
+
+namespace grpo::ui {
+
+class SetupPage : public QWidget {
+  Q_OBJECT
+public:
+  explicit SetupPage(QWidget* parent = nullptr);
+
+  // "demo" (tiny-arith), "cpu", "gpu": hyperparameters (the demo also sets model and task).
+  void loadPreset(const QString& name);
+  void setConfigJson(const nlohmann::json& j);  // fills every field from a config object
+  nlohmann::json configJson() const;            // the base config with every field applied
+  // Applies and validates the whole form; on failure marks the fields in place and returns false
+  // with the first error in *error.
+  bool buildConfig(::grpo::grpo::TrainConfig& out, QString* error);
+  bool loadConfigFile(const QString& path, QString* error);
+  bool saveConfigFile(const QString& path, QString* error) const;
+
+  void setModelFolder(const QString& dir);  // validates at once
+  bool modelValid() const { return modelValid_; }
+  QString modelStatus() const;
+  QString runDirectory() const;
+  void setRunDirectory(const QString& dir);
+  QLineEdit* field(const std::string& key) const;
+  QString fieldError(const std::string& key) const;  // "" when the field's value is valid
+  QTableWidget* datasetPreview() const { return preview_; }
+  QTableWidget* rewardsTable() const { return rewards_; }
+
+  static QString describeKey(const std::string& key);  // the tooltip text of a key
+
+Q_SIGNALS:
+  void configChanged();
+
+protected:
+  void dragEnterEvent(QDragEnterEvent* e) override;
+  void dropEvent(QDropEvent* e) override;
+
+private:
+  void validateModel();
+  void validateField(const std::string& key);
+  void refreshPreview();
+  void setRewards(const nlohmann::json& funcs, const nlohmann::json& weights);
+  nlohmann::json fieldValue(const std::string& key) const;
+
+  nlohmann::json base_ = nlohmann::json::object();
+  QLineEdit *model_, *trainFile_, *runDir_;
+  QLabel *modelStatus_, *datasetStatus_, *formStatus_;
+  QComboBox *task_, *preset_;
+  QTableWidget *preview_, *rewards_;
+  std::map<std::string, QLineEdit*> fields_;
+  std::map<std::string, QLabel*> errors_;
+  QTimer* modelTimer_;
+  bool modelValid_ = false;
+  bool filling_ = false;
+};
+
+// $GRPO_RESOURCES, the installed share dir, or the source tree's resources/ (as `grpo train`).
+QString resources_dir();
+// The demo preset (resources/presets/demo.yaml) with its model path resolved.
+nlohmann::json demo_config_json();
+
+}  // namespace grpo::ui
