@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <stdlib.h>
 
 #include <QCryptographicHash>
 #include <QFile>
@@ -36,6 +37,8 @@ std::string not_found(const std::string& name, const std::string& path) {
 
 }  // namespace
 
+bool is_url(const std::string& path) { return starts_with(path, "http://") || starts_with(path, "https://"); }
+
 std::string sha256_file(const std::string& path) {
   QFile f(QString::fromStdString(path));
   if (!f.open(QIODevice::ReadOnly)) throw Error(path, "cannot open for hashing");
@@ -53,15 +56,18 @@ AdapterStore::AdapterStore(model::CausalLM base, AdapterStoreOptions options)
           "pass --bucket the directory the trainer publishes adapters into");
     root_real_ = real.string();
   }
+  if (!options_.download_root.empty()) {
+    std::error_code ec;
+    const fs::path real = fs::canonical(options_.download_root, ec);
+    check(!ec && fs::is_directory(real), options_.download_root, "download directory is not a directory");
+    download_real_ = real.string();
+  }
 }
 
 std::string AdapterStore::resolve(const std::string& lora_name, const std::string& lora_path) const {
   if (root_real_.empty())
     throw HttpError(400, "this worker was started without --bucket, so it cannot load adapters",
                     "BadRequestError");
-  if (starts_with(lora_path, "http://") || starts_with(lora_path, "https://"))
-    throw HttpError(400, "lora_path " + lora_path + ": adapter URLs are not supported by this worker; give a path "
-                    "inside its bucket " + root_real_);
   const fs::path root(root_real_);
   fs::path p(lora_path);
   if (p.is_relative()) p = root / p;
@@ -81,8 +87,9 @@ std::string AdapterStore::resolve(const std::string& lora_name, const std::strin
   return real.string();
 }
 
-std::shared_ptr<LoadedAdapter> AdapterStore::build(const std::string& lora_name, const std::string& dir) const {
-  const fs::path root(root_real_);
+std::shared_ptr<LoadedAdapter> AdapterStore::build(const std::string& lora_name, const std::string& dir,
+                                                   const std::string& root_dir, bool require_sums) const {
+  const fs::path root(root_dir);
   // Every file we read must exist and resolve inside the bucket (a symlink may not lead out).
   auto inside = [&](const std::string& file, bool required) -> std::string {
     const fs::path p = fs::path(dir) / file;
@@ -93,12 +100,13 @@ std::shared_ptr<LoadedAdapter> AdapterStore::build(const std::string& lora_name,
     }
     const fs::path real = fs::canonical(p, ec);
     if (ec || !is_within(real, root) || !fs::is_regular_file(real))
-      throw HttpError(400, dir + "/" + file + " is not a regular file inside this worker's bucket " + root_real_);
+      throw HttpError(400, dir + "/" + file + " is not a regular file inside " + root_dir);
     return real.string();
   };
   const std::string config_file = inside(model::kAdapterConfigName, true);
   const std::string weights_file = inside(model::kAdapterWeightsName, true);
   const std::string sums_file = inside("SHA256SUMS", false);
+  if (require_sums && sums_file.empty()) throw HttpError(400, "adapter " + dir + " has no SHA256SUMS, so it cannot be verified");
 
   auto a = std::make_shared<LoadedAdapter>();
   a->name = lora_name;
@@ -175,7 +183,8 @@ std::shared_ptr<const LoadedAdapter> AdapterStore::load(const std::string& lora_
   }
   std::shared_ptr<LoadedAdapter> a;
   try {
-    a = build(lora_name, resolve(lora_name, lora_path));
+    a = is_url(lora_path) ? fetch_and_build(lora_name, lora_path)
+                          : build(lora_name, resolve(lora_name, lora_path), root_real_, false);
   } catch (...) {
     std::lock_guard<std::mutex> lock(mu_);
     loading_.erase(lora_name);
@@ -185,6 +194,48 @@ std::shared_ptr<const LoadedAdapter> AdapterStore::load(const std::string& lora_
   loading_.erase(lora_name);
   loaded_[lora_name] = a;
   if (!order_.count(lora_name)) order_[lora_name] = ++sequence_;
+  return a;
+}
+
+std::shared_ptr<LoadedAdapter> AdapterStore::fetch_and_build(const std::string& lora_name, const std::string& url) const {
+  if (!options_.fetch || download_real_.empty())
+    throw HttpError(400, "lora_path " + url + ": this worker cannot fetch adapters by URL");
+  std::string base = url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  std::string tmpl = (fs::path(download_real_) / "adapter-XXXXXX").string();
+  check(::mkdtemp(tmpl.data()) != nullptr, download_real_, "cannot create a download directory");
+  const std::string dir = tmpl;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  try {
+    options_.fetch(base + "/SHA256SUMS", dir + "/SHA256SUMS");
+  } catch (const HttpError& e) {
+    if (e.status() == 404) throw HttpError(404, not_found(lora_name, url), "NotFoundError");
+    throw;
+  }
+  // Fetch exactly the plain file names SHA256SUMS lists (build() verifies every one).
+  int files = 0;
+  for (const auto& raw : split(read_file(dir + "/SHA256SUMS"), '\n')) {
+    const std::string line = trim(raw);
+    if (line.empty()) continue;
+    const std::string name = line.size() > 66 ? line.substr(66) : std::string();
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == ".." || name == "SHA256SUMS")
+      throw HttpError(400, url + "/SHA256SUMS: malformed line \"" + line.substr(0, 80) + "\"");
+    if (++files > 32) throw HttpError(400, url + "/SHA256SUMS lists more than 32 files");
+    try {
+      options_.fetch(base + "/" + name, dir + "/" + name);
+    } catch (const HttpError& e) {
+      if (e.status() == 404) throw HttpError(404, not_found(lora_name, url), "NotFoundError");
+      throw;
+    }
+  }
+  auto a = build(lora_name, dir, download_real_, /*require_sums=*/true);
+  a->path = url;
   return a;
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,7 +27,7 @@ namespace grpo::cluster {
 
 struct LoadedAdapter {
   std::string name;        // lora_name
-  std::string path;        // resolved directory (realpath)
+  std::string path;        // resolved directory (realpath), or the URL it was fetched from
   std::string sha256;      // hex SHA-256 of adapter_model.safetensors as loaded
   bool verified = false;   // SHA256SUMS was present and matched
   int64_t rank = 0;
@@ -39,6 +40,9 @@ struct AdapterStoreOptions {
   std::string bucket_root;  // empty: loading adapters is refused
   int max_loras = 8;        // loaded at once; a load beyond this is refused (never a silent eviction)
   int64_t max_lora_rank = 64;
+  // Downloads `url` to the file `dest`; throws HttpError (404 when the server has no such file).
+  std::function<void(const std::string& url, const std::string& dest)> fetch;
+  std::string download_root;  // where URL adapters are fetched to (empty: URLs are refused)
 };
 
 class AdapterStore {
@@ -58,11 +62,16 @@ public:
   std::string resolve(const std::string& lora_name, const std::string& lora_path) const;
 
 private:
-  std::shared_ptr<LoadedAdapter> build(const std::string& lora_name, const std::string& dir) const;
+  // `root`: the directory every file read must resolve inside; `require_sums`: refuse without
+  // SHA256SUMS.
+  std::shared_ptr<LoadedAdapter> build(const std::string& lora_name, const std::string& dir, const std::string& root,
+                                       bool require_sums) const;
+  std::shared_ptr<LoadedAdapter> fetch_and_build(const std::string& lora_name, const std::string& url) const;
 
   model::CausalLM base_;
   AdapterStoreOptions options_;
-  std::string root_real_;  // realpath of bucket_root
+  std::string root_real_;      // realpath of bucket_root
+  std::string download_real_;  // realpath of download_root
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const LoadedAdapter>> loaded_;
   std::set<std::string> loading_;
@@ -72,5 +81,6 @@ private:
 
 // Hex SHA-256 of a file's bytes (Qt's QCryptographicHash, streamed).
 std::string sha256_file(const std::string& path);
+bool is_url(const std::string& path);  // http:// or https://
 
 }  // namespace grpo::cluster

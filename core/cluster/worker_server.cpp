@@ -11,6 +11,13 @@
 #include <unistd.h>
 
 #include <QCryptographicHash>
+#include <QDir>
+#include <QEventLoop>
+#include <QFile>
+#include <QNetworkAccessManager>
+#include <QNetworkReply>
+#include <QNetworkRequest>
+#include <QTemporaryDir>
 
 #include <torch/torch.h>
 
@@ -61,6 +68,47 @@ std::string config_fingerprint(const std::string& dir) {
       .toHex()
       .left(16)
       .toStdString();
+}
+
+constexpr int64_t kMaxAdapterFileBytes = int64_t(8) << 30;
+
+// GET `url` (with the cluster token) into the file `dest`, on the calling thread (a local event
+// loop). Redirects are not followed (the token must not travel elsewhere). 404 -> HttpError 404.
+void fetch_file(const std::string& url, const std::string& dest, const std::string& token) {
+  QNetworkAccessManager nam;
+  nam.setRedirectPolicy(QNetworkRequest::ManualRedirectPolicy);
+  QNetworkRequest req{QUrl(QString::fromStdString(url))};
+  req.setRawHeader("Authorization", QByteArray::fromStdString("Bearer " + token));
+  req.setTransferTimeout(60000);  // no byte for a minute: give up
+  QFile out(QString::fromStdString(dest));
+  if (!out.open(QIODevice::WriteOnly)) throw HttpError(500, "cannot write " + dest);
+  std::unique_ptr<QNetworkReply> reply(nam.get(req));
+  int64_t written = 0;
+  bool too_big = false, write_failed = false;
+  auto drain = [&] {
+    const QByteArray d = reply->readAll();
+    written += d.size();
+    if (written > kMaxAdapterFileBytes) {
+      too_big = true;
+      reply->abort();
+    } else if (out.write(d) != d.size()) {
+      write_failed = true;
+      reply->abort();
+    }
+  };
+  QEventLoop loop;
+  QObject::connect(reply.get(), &QNetworkReply::readyRead, &loop, drain);
+  QObject::connect(reply.get(), &QNetworkReply::finished, &loop, &QEventLoop::quit);
+  if (!reply->isFinished()) loop.exec();
+  if (!too_big && !write_failed) drain();
+  out.close();
+  const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+  if (too_big) throw HttpError(400, url + " is larger than " + std::to_string(kMaxAdapterFileBytes) + " bytes");
+  if (write_failed) throw HttpError(500, "cannot write " + dest + " (disk full?)");
+  if (status == 404) throw HttpError(404, url + ": not found", "NotFoundError");
+  if (reply->error() != QNetworkReply::NoError || status != 200)
+    throw HttpError(502, "fetching " + url + " failed: " +
+                             (status ? "HTTP " + std::to_string(status) : reply->errorString().toStdString()));
 }
 
 json parse_body(const HttpRequest& req) {
@@ -126,6 +174,7 @@ struct WorkerServer::Impl {
   std::string fingerprint;
   std::string device_name;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::unique_ptr<QTemporaryDir> downloads;  // adapters fetched by URL land here briefly
   std::unique_ptr<AdapterStore> adapters;
   std::unique_ptr<WorkerBatcher> batcher;
   std::unique_ptr<TaskThread> loader;
@@ -155,7 +204,16 @@ WorkerServer::WorkerServer(WorkerOptions options) : impl_(std::make_unique<Impl>
   d.limits.eos_token_ids = default_stop_ids(*d.base, *d.tokenizer, o.model_dir);
   d.limits.max_n = std::max<int64_t>(1, o.max_batch_sequences);
   d.fingerprint = config_fingerprint(o.model_dir);
-  d.adapters = std::make_unique<AdapterStore>(d.base, AdapterStoreOptions{o.bucket, o.max_loras, o.max_lora_rank});
+  d.downloads = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/grpo-worker-XXXXXX");
+  check(d.downloads->isValid(), "grpo worker", "cannot create a temporary download directory",
+        "is $TMPDIR writable?");
+  AdapterStoreOptions ao;
+  ao.bucket_root = o.bucket;
+  ao.max_loras = o.max_loras;
+  ao.max_lora_rank = o.max_lora_rank;
+  ao.download_root = d.downloads->path().toStdString();
+  ao.fetch = [token = o.token](const std::string& url, const std::string& dest) { fetch_file(url, dest, token); };
+  d.adapters = std::make_unique<AdapterStore>(d.base, ao);
 }
 
 WorkerServer::~WorkerServer() { stop(); }

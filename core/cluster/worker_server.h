@@ -6,6 +6,8 @@
 //   GET  /health, /v1/models, /is_paused, /server_info, /get_world_size, /version
 //   POST /pause?mode=abort|wait|keep, /resume
 //   GET  /grpo/status                          our addition: status_json()
+// Adapters load from a directory inside --bucket, or from an http(s) URL of the trainer's
+// read-only bucket endpoint (fetched with the same token, verified against SHA256SUMS).
 // Every route needs "Authorization: Bearer <cluster token>". Completions carry, besides vLLM's
 // fields, "grpo": {"adapter", "sha256", "worker", ...}: which adapter (name and weights hash)
 // produced them. Generation runs on the batcher's thread, adapter loads on a loader thread; the

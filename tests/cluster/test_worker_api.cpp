@@ -14,8 +14,11 @@
 #include <QTimer>
 #include <QtTest>
 
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -23,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "core/cluster/http_server.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
 #include "core/model/peft_io.h"
@@ -195,6 +199,8 @@ private Q_SLOTS:
 
     worker_ = std::make_unique<QProcess>();
     worker_->setProcessChannelMode(QProcess::SeparateChannels);
+    // The worker dies with this test process, even if the test crashes: no leaked servers.
+    worker_->setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
     worker_->start(GRPO_CLI, {"worker", "--model", QString::fromStdString(kModel), "--listen", "127.0.0.1:0",
                               "--token-file", QString::fromStdString(token_file), "--bucket",
                               QString::fromStdString(bucket_), "--name", "test-worker", "--threads", "1",
@@ -481,6 +487,56 @@ private Q_SLOTS:
     QVERIFY(write_sha256sums(dir));
     QCOMPARE(client_->post("/v1/load_lora_adapter", {{"lora_name", "policy-v2"}, {"lora_path", dir}}).status, 200);
     QCOMPARE(client_->post("/v1/unload_lora_adapter", {{"lora_name", "policy-v2"}}).status, 200);
+  }
+
+  void adapterFromTheTrainersBucketUrl() {
+    // A stand-in for the trainer's read-only bucket endpoint: our HttpServer, same token,
+    // serving the published files (and a tampered copy under another version).
+    using namespace grpo::cluster;
+    HttpServerOptions o;
+    o.bearer_token = kToken;
+    HttpServer bucket(o);
+    const std::string prefix = "/grpo/bucket/run/adapters/";
+    std::atomic<int> fetched{0};
+    for (const char* file : {"SHA256SUMS", "adapter_config.json", "adapter_model.safetensors"}) {
+      std::string bytes = grpo::read_file(adapter_dir_ + "/" + file);
+      bucket.route("GET", prefix + "policy-v1/" + file, [bytes, &fetched](const HttpRequest&, Reply r) {
+        HttpResponse resp;
+        resp.content_type = "application/octet-stream";
+        resp.body = bytes;
+        ++fetched;
+        r.send(resp);
+      });
+      if (std::string(file) == "adapter_model.safetensors") bytes[bytes.size() - 2] ^= 0x11;
+      bucket.route("GET", prefix + "policy-v3/" + file, [bytes](const HttpRequest&, Reply r) {
+        HttpResponse resp;
+        resp.content_type = "application/octet-stream";
+        resp.body = bytes;
+        r.send(resp);
+      });
+    }
+    bucket.start();
+    const std::string url = bucket.url() + prefix + "policy-v1";
+    HttpResult r = client_->post("/v1/load_lora_adapter", {{"lora_name", "url-v1"}, {"lora_path", url}});
+    QVERIFY2(r.status == 200, r.body.c_str());
+    QCOMPARE(fetched.load(), 3);  // with the bearer token, or the stand-in would have answered 401
+    const json m = client_->get("/v1/models").j();
+    QCOMPARE(m["data"][1]["root"].get<std::string>(), url);
+    const json tuned = client_->post("/v1/completions", completion_body("url-v1", 4242)).j();
+    std::string want_hash;
+    for (const auto& line : grpo::split(grpo::read_file(adapter_dir_ + "/SHA256SUMS"), '\n'))
+      if (grpo::ends_with(line, "adapter_model.safetensors")) want_hash = line.substr(0, 64);
+    QCOMPARE(tuned["grpo"]["sha256"].get<std::string>(), want_hash);
+    check_logprobs(tuned, tuned_, 0.7);
+    QCOMPARE(client_->post("/v1/unload_lora_adapter", {{"lora_name", "url-v1"}}).status, 200);
+    // Not published yet -> vLLM's "No adapter found" (404); tampered in transit -> 400.
+    r = client_->post("/v1/load_lora_adapter", {{"lora_name", "url-v2"}, {"lora_path", bucket.url() + prefix + "policy-v2"}});
+    QCOMPARE(r.status, 404);
+    QVERIFY(error_message(r).find("No adapter found for") != std::string::npos);
+    r = client_->post("/v1/load_lora_adapter", {{"lora_name", "url-v3"}, {"lora_path", bucket.url() + prefix + "policy-v3"}});
+    QCOMPARE(r.status, 400);
+    QVERIFY2(error_message(r).find("SHA256SUMS") != std::string::npos, r.body.c_str());
+    QCOMPARE(client_->get("/v1/models").j()["data"].size(), size_t(1));
   }
 
   void maxLorasIsEnforcedWithoutEviction() {
