@@ -203,8 +203,8 @@ private:
       case Connection::Phase::Body:
         if (!c.timing_request && c.buf.empty()) {
           c.phase = Connection::Phase::Closing;  // idle keep-alive connection
-          c.socket->disconnectFromHost();
           c.timer->start(kLingerMs);
+          c.socket->disconnectFromHost();  // may emit disconnected (and erase `c`) right here
           return;
         }
         reject(c, 408, "request not received completely within " + std::to_string(options_.request_timeout_ms) + " ms");

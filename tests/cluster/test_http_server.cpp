@@ -333,6 +333,21 @@ private Q_SLOTS:
     QCOMPARE(d.read(20000).status, 408);
   }
 
+  void idleKeepAliveConnectionsAreClosed() {
+    HttpServerOptions o;
+    o.idle_timeout_ms = 200;
+    auto server = make_server(o);
+    RawClient c(server->port());
+    c.send(get("/echo"));
+    QCOMPARE(c.read().status, 200);
+    QVERIFY(c.closed_by_peer(20000));  // idle after its answer: closed, without a response
+    RawClient never(server->port());   // connected, never a byte
+    QVERIFY(never.closed_by_peer(20000));
+    for (int i = 0; i < 100 && server->stats().connections_open > 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    QCOMPARE(server->stats().connections_open, int64_t(0));
+  }
+
   void routingAndHandlerErrors() {
     auto server = make_server();
     RawClient c(server->port());
