@@ -14,6 +14,8 @@
 #include <QDir>
 #include <QEventLoop>
 #include <QFile>
+#include <QHostAddress>
+#include <QNetworkInterface>
 #include <QNetworkAccessManager>
 #include <QNetworkReply>
 #include <QNetworkRequest>
@@ -109,6 +111,21 @@ void fetch_file(const std::string& url, const std::string& dest, const std::stri
   if (reply->error() != QNetworkReply::NoError || status != 200)
     throw HttpError(502, "fetching " + url + " failed: " +
                              (status ? "HTTP " + std::to_string(status) : reply->errorString().toStdString()));
+}
+
+// The URL others should use: the bound one, or for a wildcard address (0.0.0.0, ::) the first
+// non-loopback address of this machine (beacons must carry something a trainer can reach).
+std::string advertised_url(const std::string& host, uint16_t port, const std::string& bound_url) {
+  if (host != "0.0.0.0" && host != "::" && host != "*") return bound_url;
+  const bool v6 = host == "::";
+  for (const QHostAddress& a : QNetworkInterface::allAddresses()) {
+    if (a.isLoopback() || a.isLinkLocal()) continue;
+    if (a.protocol() == QAbstractSocket::IPv4Protocol)
+      return "http://" + a.toString().toStdString() + ":" + std::to_string(port);
+    if (v6 && a.protocol() == QAbstractSocket::IPv6Protocol)
+      return "http://[" + a.toString().toStdString() + "]:" + std::to_string(port);
+  }
+  return bound_url;
 }
 
 json parse_body(const HttpRequest& req) {
@@ -270,7 +287,7 @@ json WorkerServer::status_json() const {
   const HttpServerStats h = d.http ? d.http->stats() : HttpServerStats{};
   const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - d.started).count();
   return {{"name", d.options.name},
-          {"url", url()},
+          {"url", advertised_url(d.options.host, port(), url())},
           {"model", d.options.served_model_name},
           {"model_fingerprint", d.fingerprint},
           {"devices", json::array({d.device_name})},

@@ -56,9 +56,10 @@ public:
   uint16_t port() const;
   std::string url() const;  // "http://HOST:PORT"
 
-  // The worker's state for discovery beacons and /grpo/status: name, url, model, model
-  // fingerprint, devices, version, load (queued, running, connections), loaded adapters, paused.
-  // Thread-safe; cheap.
+  // The worker's state for discovery beacons (beacon_from_status) and /grpo/status: name, url
+  // (a reachable address when listening on 0.0.0.0 or ::), model, model_fingerprint (as
+  // worker_announcer's model_fingerprint), devices, version, load (queued, running,
+  // connections), loaded adapters with their sha256, paused. Thread-safe; cheap.
   nlohmann::json status_json() const;
 
 private:
