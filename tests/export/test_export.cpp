@@ -444,6 +444,33 @@ private Q_SLOTS:
                item.key().c_str());
     QVERIFY(params.begin()->value().requires_grad());
 
+    // Through `grpo train`: the engine starts from the adapter (its r wins over the config's r 4)
+    // and trains on from there.
+    json run_cfg = grpo::grpo::load_config_file(std::string(GRPO_RESOURCES) + "/presets/demo.yaml");
+    run_cfg["model_name_or_path"] = kModel;
+    run_cfg["prompts_per_step"] = 4;
+    run_cfg["max_steps"] = 1;
+    run_cfg["eval_steps"] = 0;
+    run_cfg["r"] = 4;
+    run_cfg["lr_scheduler_type"] = "constant";  // no warmup: the one step has the full learning rate
+    run_cfg["warmup_ratio"] = 0.0;
+    run_cfg["init_adapter"] = exported;
+    const std::string cfg_path = tmp_.path().toStdString() + "/seeded.json";
+    const std::string seeded = tmp_.path().toStdString() + "/seeded";
+    grpo::write_file_atomic(cfg_path, run_cfg.dump(2));
+    const auto r = run_cli({"train", QString::fromStdString(cfg_path), "--output", QString::fromStdString(seeded)});
+    QVERIFY2(r.code == 0, r.out.c_str());
+    const json resolved = read_json(seeded + "/config.json");
+    QCOMPARE(resolved["r"], json(16));
+    QCOMPARE(resolved["init_adapter"], json(exported));
+    auto trained = grpo::io::SafetensorsFile::open(seeded + "/adapters/policy-v1/adapter_model.safetensors");
+    const std::string b0 = "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight";
+    const auto start = tensor_of(f, b0), after = tensor_of(trained, b0);
+    const double moved = (after - start).abs().max().item<double>();
+    // One AdamW step of lr <= 1.5e-3 moves each weight by about the learning rate, far less than B's size.
+    QVERIFY2(moved > 0 && moved < 0.01, qPrintable(QString::number(moved)));
+    QVERIFY(start.abs().max().item<double>() > 0.01);
+
     cfg.init_adapter = tmp_.path().toStdString() + "/nope";
     CHECK_ERROR_CONTAINS(error_of([&] { grpo::run::seed_from_init_adapter(policy, cfg); }), "init_adapter", "nope",
                          "not a directory");
