@@ -169,6 +169,7 @@ void MetricChart::redraw(const MetricStore& store, bool force) {
       Line& l = lineFor(key, label, spec, index);
       QVector<QPointF> pts = store.downsample(key, x0, x1, buckets);
       extend(pts);
+      l.series->setPointsVisible(pts.size() <= 60);  // a short series (eval every N steps) stays visible
       l.series->replace(pts);
       if (l.band) {
         QVector<QPointF> up, down;

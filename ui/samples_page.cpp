@@ -51,8 +51,8 @@ QVariant SampleTableModel::headerData(int section, Qt::Orientation o, int role) 
 
 void SampleTableModel::append(const std::vector<run::SampleRecord>& rows) {
   if (rows.empty()) return;
-  const size_t incoming = std::min(rows.size(), kMaxRows);
-  const size_t overflow = rows_.size() + incoming > kMaxRows ? rows_.size() + incoming - kMaxRows : 0;
+  const size_t incoming = std::min(rows.size(), maxRows_);
+  const size_t overflow = rows_.size() + incoming > maxRows_ ? rows_.size() + incoming - maxRows_ : 0;
   if (overflow > 0) {
     beginRemoveRows({}, 0, static_cast<int>(overflow) - 1);
     rows_.erase(rows_.begin(), rows_.begin() + static_cast<std::ptrdiff_t>(overflow));
@@ -146,7 +146,8 @@ void SamplesPage::loadRun(const QString& runDir) {
     s.finish_reason = j.value("finish_reason", std::string());
     rows.push_back(std::move(s));
   }
-  if (rows.size() > SampleTableModel::kMaxRows) rows.erase(rows.begin(), rows.end() - SampleTableModel::kMaxRows);
+  const size_t keep = model_->maxRows();
+  if (rows.size() > keep) rows.erase(rows.begin(), rows.end() - static_cast<std::ptrdiff_t>(keep));
   model_->append(rows);
 }
 

@@ -21,10 +21,12 @@ namespace grpo::ui {
 class SampleTableModel : public QAbstractTableModel {
   Q_OBJECT
 public:
-  static constexpr size_t kMaxRows = 5000;  // oldest rows go first
+  static constexpr size_t kMaxRows = 5000;  // default bound; the oldest rows go first
   enum Column { Step, Version, Group, Prompt, Completion, Answer, Reward, Advantage, Finish, ColumnCount };
 
-  using QAbstractTableModel::QAbstractTableModel;
+  explicit SampleTableModel(QObject* parent = nullptr, size_t maxRows = kMaxRows)
+      : QAbstractTableModel(parent), maxRows_(maxRows) {}
+  size_t maxRows() const { return maxRows_; }
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
@@ -36,6 +38,7 @@ public:
 
 private:
   std::deque<run::SampleRecord> rows_;
+  size_t maxRows_;
 };
 
 // Rows matching the search text in prompt or completion, optionally only reward > 0.

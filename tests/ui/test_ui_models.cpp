@@ -112,7 +112,7 @@ private Q_SLOTS:
   }
 
   void sampleModelUnderTester() {
-    SampleTableModel model;
+    SampleTableModel model(nullptr, 600);  // a small bound: the tester rechecks every row on each change
     SampleFilterModel filter;
     filter.setSourceModel(&model);
     QAbstractItemModelTester t1(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -121,10 +121,11 @@ private Q_SLOTS:
     for (int i = 0; i < 300; ++i)
       rows.push_back({i, i / 10, i % 8, "What is " + std::to_string(i) + "?", i % 3 ? "12" : "7", "7", "stop",
                       i % 3 ? 0.0 : 1.0, i % 3 ? -0.5 : 1.0});
-    for (int k = 0; k < 20; ++k) model.append(rows);  // 6000 > kMaxRows: the oldest go
-    QCOMPARE(model.rowCount(), int(SampleTableModel::kMaxRows));
+    for (int k = 0; k < 4; ++k) model.append(rows);  // 1200 > 600: the oldest go
+    QCOMPARE(model.rowCount(), 600);
+    QCOMPARE(model.index(0, SampleTableModel::Step).data().toInt(), 0);  // rows 0..299 of the 3rd batch
     filter.setRewardedOnly(true);
-    QCOMPARE(filter.rowCount(), int(SampleTableModel::kMaxRows) / 3);
+    QCOMPARE(filter.rowCount(), 600 / 3);
     filter.setSearch("What is 297?");
     QVERIFY(filter.rowCount() > 0);
     for (int r = 0; r < filter.rowCount(); ++r)
