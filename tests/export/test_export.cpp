@@ -467,9 +467,11 @@ private Q_SLOTS:
     const std::string b0 = "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight";
     const auto start = tensor_of(f, b0), after = tensor_of(trained, b0);
     const double moved = (after - start).abs().max().item<double>();
-    // One AdamW step of lr <= 1.5e-3 moves each weight by about the learning rate, far less than B's size.
-    QVERIFY2(moved > 0 && moved < 0.01, qPrintable(QString::number(moved)));
-    QVERIFY(start.abs().max().item<double>() > 0.01);
+    // A fresh adapter's B is zero; this one starts at the exported B, and one AdamW step of lr 1.5e-3
+    // moves each weight by at most about the learning rate (not at all when every group's rewards
+    // tie, which a policy trained at lr 0.01 can make likely).
+    QVERIFY2(moved < 0.01, qPrintable(QString::number(moved)));
+    QVERIFY(after.abs().max().item<double>() > 0.01);
 
     cfg.init_adapter = tmp_.path().toStdString() + "/nope";
     CHECK_ERROR_CONTAINS(error_of([&] { grpo::run::seed_from_init_adapter(policy, cfg); }), "init_adapter", "nope",
