@@ -417,6 +417,20 @@ private Q_SLOTS:
     QVERIFY(differs);
     check_logprobs(tuned, tuned_, 0.7);
 
+    // Loads and unloads do not disturb generation in flight (they run on another thread).
+    {
+      std::vector<QNetworkReply*> flying;
+      for (int i = 0; i < 4; ++i)
+        flying.push_back(client_->start("POST", "/v1/completions", completion_body("policy-v1", 500 + i).dump()));
+      QCOMPARE(client_->post("/v1/load_lora_adapter", {{"lora_name", "policy-v1b"}, {"lora_path", adapter_dir_}}).status, 200);
+      QCOMPARE(client_->post("/v1/unload_lora_adapter", {{"lora_name", "policy-v1b"}}).status, 200);
+      for (auto* f : flying) {
+        const HttpResult fr = Client::finish(f);
+        QCOMPARE(fr.status, 200);
+        QCOMPARE(fr.j()["grpo"]["adapter"].get<std::string>(), std::string("policy-v1"));
+      }
+    }
+
     // vLLM's statuses: a second load of the name is 400 unless load_inplace.
     r = client_->post("/v1/load_lora_adapter", load);
     QCOMPARE(r.status, 400);
