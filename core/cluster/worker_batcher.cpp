@@ -1,6 +1,8 @@
 #include "core/cluster/worker_batcher.h"
 
 #include <chrono>
+#include <cstdint>
+#include <iterator>
 #include <random>
 
 #include <torch/torch.h>
@@ -45,6 +47,7 @@ void WorkerBatcher::submit(CompletionJob job, std::shared_ptr<const LoadedAdapte
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stopping_) {
+      p.seq = ++next_seq_;
       queue_.push_back(std::move(p));
       cv_.notify_all();
       return;
@@ -59,23 +62,40 @@ void WorkerBatcher::pause(PauseMode mode, std::function<void()> paused) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     paused_ = true;
+    drain_until_ = 0;
     if (mode == PauseMode::Abort) {
       aborted.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
       queue_.clear();
     }
-    if (mode == PauseMode::Wait && running_ > 0) {
-      idle_waiters_.push_back(std::move(paused));
-      call_now = false;
+    if (mode == PauseMode::Wait) {
+      // Everything submitted so far still runs (vLLM drains its in-flight requests); what
+      // arrives from now on waits for /resume.
+      drain_until_ = next_seq_;
+      if (!drained_locked()) {
+        idle_waiters_.push_back(std::move(paused));
+        call_now = false;
+        cv_.notify_all();
+      }
     }
   }
   for (auto& p : aborted) p.done(HttpResponse::error(503, "request aborted by POST /pause?mode=abort; retry after /resume"));
   if (call_now && paused) paused();
 }
 
+bool WorkerBatcher::drained_locked() const {
+  return running_ == 0 && (queue_.empty() || queue_.front().seq > drain_until_);
+}
+
 void WorkerBatcher::resume() {
-  std::lock_guard<std::mutex> lock(mu_);
-  paused_ = false;
-  cv_.notify_all();
+  std::vector<std::function<void()>> waiters;  // a pause(wait) still draining is answered too
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    paused_ = false;
+    drain_until_ = 0;
+    waiters.swap(idle_waiters_);
+    cv_.notify_all();
+  }
+  for (auto& w : waiters) w();
 }
 
 void WorkerBatcher::set_worker_name(std::string name) {
@@ -129,15 +149,19 @@ void WorkerBatcher::run() {
     std::vector<Pending> batch;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || (!paused_ && !queue_.empty()); });
+      // Paused: only requests submitted before a pause(wait) may still run.
+      cv_.wait(lock, [&] {
+        return stopping_ || (!queue_.empty() && (!paused_ || queue_.front().seq <= drain_until_));
+      });
       if (stopping_) return;
+      const uint64_t limit = paused_ ? drain_until_ : UINT64_MAX;
       // The oldest request and every queued one that can share its Sampler call.
       batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
       int64_t sequences = static_cast<int64_t>(batch[0].job.prompts.size()) * batch[0].job.n;
       for (auto it = queue_.begin(); it != queue_.end();) {
         const int64_t more = static_cast<int64_t>(it->job.prompts.size()) * it->job.n;
-        if (same_batch(batch[0], *it) && sequences + more <= options_.max_batch_sequences) {
+        if (it->seq <= limit && same_batch(batch[0], *it) && sequences + more <= options_.max_batch_sequences) {
           sequences += more;
           batch.push_back(std::move(*it));
           it = queue_.erase(it);
@@ -152,7 +176,7 @@ void WorkerBatcher::run() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       running_ = 0;
-      waiters.swap(idle_waiters_);
+      if (paused_ && drained_locked()) waiters.swap(idle_waiters_);
     }
     for (auto& w : waiters) w();
   }

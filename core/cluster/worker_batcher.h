@@ -7,8 +7,9 @@
 // was batched with.
 //
 // Pause/resume follow vLLM's /pause modes: keep (queued requests wait; the answer is immediate),
-// wait (answered once the running batch has finished), abort (queued requests are answered 503
-// "aborted" at once; the running batch finishes). Requests that arrive while paused wait.
+// wait (every request submitted before the pause still runs; answered once they are done),
+// abort (queued requests are answered 503 "aborted" at once, where vLLM would return them with
+// finish_reason "abort"; the running batch finishes). Requests that arrive while paused wait.
 #pragma once
 
 #include <condition_variable>
@@ -70,10 +71,12 @@ private:
     std::shared_ptr<const LoadedAdapter> adapter;
     Done done;
     uint64_t seed = 0;
+    uint64_t seq = 0;  // submission order
   };
   void run();
   void generate(std::vector<Pending>& batch);
   static bool same_batch(const Pending& a, const Pending& b);
+  bool drained_locked() const;  // pause(wait) is done: nothing up to drain_until_ is left
 
   model::CausalLM base_;
   std::shared_ptr<const text::Tokenizer> tokenizer_;
@@ -84,7 +87,9 @@ private:
   bool paused_ = false;
   bool stopping_ = false;
   int64_t running_ = 0;
-  std::vector<std::function<void()>> idle_waiters_;  // pause(wait): called when no batch runs
+  uint64_t next_seq_ = 0;
+  uint64_t drain_until_ = 0;  // while paused: requests with seq <= this still run (pause wait)
+  std::vector<std::function<void()>> idle_waiters_;  // pause(wait): called once drained
   BatcherStats totals_;
   std::thread thread_;
 };

@@ -375,18 +375,31 @@ private Q_SLOTS:
   }
 
   void pauseModes() {
-    QCOMPARE(client_->call("POST", "/pause?mode=sideways").status, 400);
-    QCOMPARE(client_->call("POST", "/pause?mode=wait").j()["status"].get<std::string>(), std::string("paused"));
-    QNetworkReply* queued = client_->start("POST", "/v1/completions", completion_body(model_id_, 3).dump());
     Client control(url_);
-    for (int i = 0; i < 250 && control.get("/grpo/status").j()["load"]["queued"].get<int>() < 1; ++i) QTest::qWait(20);
-    QCOMPARE(control.get("/grpo/status").j()["load"]["queued"].get<int>(), 1);
-    // abort answers queued requests at once, with an error a client retries.
+    auto load = [&](const char* key) {
+      const json st = control.get("/grpo/status").j();
+      return st.is_object() ? st["load"][key].get<int>() : -1;
+    };
+    QCOMPARE(control.call("POST", "/pause?mode=sideways").status, 400);
+    // wait drains: requests submitted before it still run, and it answers once they are done.
+    QCOMPARE(control.call("POST", "/pause?mode=keep").status, 200);
+    std::vector<QNetworkReply*> before;
+    for (int i = 0; i < 2; ++i) before.push_back(client_->start("POST", "/v1/completions", completion_body(model_id_, 30 + i).dump()));
+    for (int i = 0; i < 250 && load("queued") < 2; ++i) QTest::qWait(20);
+    QCOMPARE(load("queued"), 2);
+    QCOMPARE(control.call("POST", "/pause?mode=wait").j()["status"].get<std::string>(), std::string("paused"));
+    QCOMPARE(load("queued"), 0);
+    QCOMPARE(load("running"), 0);
+    for (auto* r : before) QCOMPARE(Client::finish(r).status, 200);
+    // Still paused: a new request waits; abort answers it at once with an error clients retry.
+    QNetworkReply* queued = client_->start("POST", "/v1/completions", completion_body(model_id_, 3).dump());
+    for (int i = 0; i < 250 && load("queued") < 1; ++i) QTest::qWait(20);
+    QCOMPARE(load("queued"), 1);
     QCOMPARE(control.call("POST", "/pause?mode=abort").status, 200);
     const HttpResult r = Client::finish(queued);
     QCOMPARE(r.status, 503);
     QVERIFY(error_message(r).find("abort") != std::string::npos);
-    QCOMPARE(client_->call("POST", "/resume").status, 200);
+    QCOMPARE(control.call("POST", "/resume").status, 200);
     QCOMPARE(client_->post("/v1/completions", completion_body(model_id_, 3)).status, 200);
   }
 
