@@ -188,10 +188,17 @@ void Router::probe(int id) {
       w->loaded = loaded;
       for (const auto& [name, a] : live_)
         if (!w->loaded.count(name)) todo.push_back(a);
-      std::sort(todo.begin(), todo.end(), [](const Adapter& a, const Adapter& b) { return a.order < b.order; });
-      load_on(id, epoch, todo, now_s() + opts_.load_timeout_s, [this, id, epoch](bool ok, std::string why) {
-        probe_done(id, epoch, ok, why);
-      });
+      // The newest live version is required (it is what requests name); older ones may already
+      // have left the bucket, so they are loaded best effort, once each.
+      std::sort(todo.begin(), todo.end(), [](const Adapter& a, const Adapter& b) { return a.order > b.order; });
+      std::vector<Adapter> older;
+      if (todo.size() > 1) older.assign(todo.begin() + 1, todo.end());
+      todo.resize(std::min<size_t>(todo.size(), 1));
+      load_on(id, epoch, todo, now_s() + opts_.load_timeout_s,
+              [this, id, epoch, older = std::move(older)](bool ok, std::string why) mutable {
+                if (!ok) return probe_done(id, epoch, false, why);
+                load_best_effort(id, epoch, std::move(older));
+              });
     });
   });
 }
@@ -207,9 +214,12 @@ void Router::probe_done(int id, uint64_t epoch, bool ok, const std::string& why)
     return;
   }
   // An adapter made live while this probe ran is loaded before the worker takes requests.
+  // (Only the newest one matters: requests name the newest version.)
   std::vector<Adapter> missing;
+  const Adapter* newest = nullptr;
   for (const auto& [name, a] : live_)
-    if (!w->loaded.count(name)) missing.push_back(a);
+    if (!newest || a.order > newest->order) newest = &a;
+  if (newest && !w->loaded.count(newest->name)) missing.push_back(*newest);
   if (!missing.empty()) {
     w->probing = true;
     return load_on(id, epoch, missing, now_s() + opts_.load_timeout_s,
@@ -238,6 +248,16 @@ void Router::unload_then_reprobe(int id, uint64_t epoch, std::vector<std::string
                   [this, id, epoch, names = std::move(names)](const HttpResult&) mutable {
                     unload_then_reprobe(id, epoch, std::move(names));
                   });
+}
+
+void Router::load_best_effort(int id, uint64_t epoch, std::vector<Adapter> todo) {
+  if (todo.empty()) return probe_done(id, epoch, true, "");
+  const Adapter a = todo.back();
+  todo.pop_back();
+  // deadline = now: "No adapter found" is not retried here.
+  load_on(id, epoch, {a}, now_s(), [this, id, epoch, todo = std::move(todo)](bool, std::string) mutable {
+    load_best_effort(id, epoch, std::move(todo));
+  });
 }
 
 // Loads `todo` on one worker in order, retrying "No adapter found" until `deadline`.
@@ -411,10 +431,13 @@ void Router::on_answer(const std::shared_ptr<Batch>& b, size_t job, int worker_i
     if (w->state == Worker::Up && w->epoch == j.epoch) {
       w->distrusted = w->distrusted || wrong_weights;
       take_out(*w, fault);
-      // Its other requests in flight go elsewhere too (aborted from the event loop, not from here).
+      // A hung worker's other requests in flight would each wait for their own timeout: abort
+      // them (from the event loop, not from here) so they go elsewhere now. After a refused or
+      // reset connection they fail on their own, and aborting those confuses QNetworkReply.
       for (auto& other : b->jobs)
-        if (!other.done && other.worker == worker_id && other.epoch == j.epoch && other.reply)
-          QMetaObject::invokeMethod(other.reply, &QNetworkReply::abort, Qt::QueuedConnection);
+        if (r.timed_out && !other.done && other.worker == worker_id && other.epoch == j.epoch && other.reply)
+          QMetaObject::invokeMethod(
+              other.reply, [reply = other.reply] { if (reply->isRunning()) reply->abort(); }, Qt::QueuedConnection);
     }
     j.out.error = w->url + ": " + fault;
     if (j.out.attempts < opts_.max_attempts) {

@@ -118,6 +118,7 @@ private:
   void kick_probes(bool force);
   void probe(int id);
   void probe_done(int id, uint64_t epoch, bool ok, const std::string& why);
+  void load_best_effort(int id, uint64_t epoch, std::vector<Adapter> todo);
   void unload_then_reprobe(int id, uint64_t epoch, std::vector<std::string> names);
   void load_on(int id, uint64_t epoch, std::vector<Adapter> todo, double deadline, std::function<void(bool, std::string)> done);
   void take_out(Worker& w, const std::string& reason);

@@ -51,6 +51,24 @@ WorkerAnnouncer::~WorkerAnnouncer() {
   if (thread_.joinable()) thread_.join();
 }
 
+Beacon beacon_from_status(const nlohmann::json& status) {
+  Beacon b;
+  if (!status.is_object()) return b;
+  b.name = status.value("name", "");
+  b.url = status.value("url", "");
+  b.model = status.value("model_fingerprint", "");
+  b.version = status.value("version", "");
+  if (status.contains("devices") && status["devices"].is_array()) {
+    for (const auto& d : status["devices"])
+      if (d.is_string()) b.devices += (b.devices.empty() ? "" : ", ") + d.get<std::string>();
+  }
+  if (status.contains("load") && status["load"].is_object()) {
+    const auto& l = status["load"];
+    b.load = static_cast<double>(l.value("queued", int64_t(0)) + l.value("running", int64_t(0)));
+  }
+  return b;
+}
+
 std::string model_fingerprint(const std::string& model_dir) {
   const std::string config = read_file(path_join(model_dir, "config.json"));
   return QCryptographicHash::hash(QByteArray::fromStdString(config), QCryptographicHash::Sha256)

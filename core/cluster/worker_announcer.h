@@ -3,11 +3,12 @@
 // itself every few seconds. `make_beacon` is called on that thread before each send (name, url,
 // model fingerprint, devices, load); it must be thread-safe.
 //
-// Wiring in app/cmd_worker.cpp (a flag and three lines):
+// Wiring in app/cmd_worker.cpp (a flag and three lines, after worker.start()):
 //   cmd->add_option("--announce", args->announce, "Send signed discovery beacons to GROUP:PORT");
 //   std::unique_ptr<cluster::WorkerAnnouncer> announcer;
 //   if (!args->announce.empty())
-//     announcer = std::make_unique<cluster::WorkerAnnouncer>(o.token, args->announce, [&] { ... });
+//     announcer = std::make_unique<cluster::WorkerAnnouncer>(
+//         o.token, args->announce, [&worker] { return cluster::beacon_from_status(worker.status_json()); });
 #pragma once
 
 #include <atomic>
@@ -16,6 +17,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "core/cluster/beacon.h"
 
@@ -41,6 +44,10 @@ private:
   bool started_ = false, stopping_ = false;
   std::atomic<int64_t> sent_{0};
 };
+
+// The beacon for a worker from WorkerServer::status_json(): name, url, model_fingerprint,
+// devices (joined with ", "), version, load = queued + running requests. Missing fields stay empty.
+Beacon beacon_from_status(const nlohmann::json& status);
 
 // A short fingerprint of a model directory (sha256 of config.json, first 16 hex digits), so the
 // trainer can tell workers that serve another base model.

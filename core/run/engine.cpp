@@ -15,6 +15,7 @@
 #include "core/run/adapter_import.h"
 #include "core/run/checkpoint.h"
 #include "core/run/local_generator.h"
+#include "core/run/remote_source.h"
 #include "core/run/sync_trainer.h"
 #include "core/run/tensorboard.h"
 
@@ -92,6 +93,11 @@ Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions 
   dir_.write_config(resolved);
   for (int i = 0; i < opts_.local_generators; ++i)
     add_source(std::make_unique<LocalGenerator>(policy_, "local-" + std::to_string(i), version_.load()));
+  if (!cfg_.worker_urls.empty() || cfg_.discovery) {  // remote workers: one source over the router
+    auto remote = remote_options_from_config(cfg_, run_dir);
+    remote.on_event = [this](const nlohmann::json& e) { event(e); };
+    add_source(std::make_unique<RemoteSource>(std::move(remote)));
+  }
 }
 
 Engine::~Engine() {

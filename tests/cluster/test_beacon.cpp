@@ -162,6 +162,14 @@ private Q_SLOTS:
       QTRY_VERIFY_WITH_TIMEOUT(announcer.sent() >= 2, 10000);
     }  // stops and joins its thread
     QCOMPARE(joined.at(0).at(0).toString(), QString("http://127.0.0.1:9200"));
+    // The beacon a worker builds from its status (the shape of WorkerServer::status_json()).
+    const Beacon fromStatus = beacon_from_status(
+        {{"name", "w7"}, {"url", "http://127.0.0.1:8000"}, {"model_fingerprint", "abcd"}, {"devices", {"cpu", "cuda:0"}},
+         {"version", "0.1"}, {"load", {{"queued", 2}, {"running", 3}, {"connections", 9}}}});
+    QCOMPARE(fromStatus.name, std::string("w7"));
+    QCOMPARE(fromStatus.model, std::string("abcd"));
+    QCOMPARE(fromStatus.devices, std::string("cpu, cuda:0"));
+    QCOMPARE(fromStatus.load, 5.0);
     CHECK_ERROR_CONTAINS(grpo::testing::error_of([] { WorkerAnnouncer bad(kToken, "nohost", [] { return Beacon{}; }); }),
                          "--announce");
   }

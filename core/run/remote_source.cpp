@@ -1,0 +1,228 @@
+// RemoteSource: RolloutRequests -> per-completion /v1/completions through the Router, adapter
+// versions -> all-or-nothing loads, discovery -> router membership.
+#include "core/run/remote_source.h"
+
+#include <QObject>
+
+#include <chrono>
+#include <filesystem>
+
+#include "core/cluster/cluster_token.h"
+#include "core/cluster/discovery.h"
+#include "core/cluster/router.h"
+#include "core/common/error.h"
+#include "core/common/files.h"
+#include "core/common/log.h"
+#include "core/common/strings.h"
+#include "core/run/run_dir.h"
+
+namespace grpo::run {
+namespace {
+
+// The adapter weights' hash from the version's SHA256SUMS ("" when absent).
+std::string weights_sha256(const std::string& dir) {
+  const std::string sums = path_join(dir, "SHA256SUMS");
+  if (!file_exists(sums)) return "";
+  for (const auto& line : split(read_file(sums), '\n')) {
+    const auto parts = split(trim(line), ' ');
+    if (parts.size() >= 2 && parts.back() == "adapter_model.safetensors") return parts.front();
+  }
+  return "";
+}
+
+}  // namespace
+
+nlohmann::json RemoteAccounting::to_json() const {
+  return {{"delivered_groups", delivered_groups}, {"delivered_completions", delivered_completions},
+          {"discarded_completions", discarded_completions}, {"duplicate_groups", duplicate_groups},
+          {"failed_batches", failed_batches}, {"router", router}, {"routing", routing}};
+}
+
+RemoteSourceOptions remote_options_from_config(const grpo::TrainConfig& cfg, const std::string& run_dir) {
+  RemoteSourceOptions o;
+  o.worker_urls = cfg.worker_urls;
+  const std::string token_file = cfg.cluster_token_file.empty() ? cluster::default_token_path() : cfg.cluster_token_file;
+  o.token = cluster::load_or_create_token(token_file);
+  o.discovery = cfg.discovery;
+  o.discovery_address = cfg.discovery_address;
+  o.worker_timeout_s = cfg.worker_timeout_s;
+  o.keep_versions = cfg.max_staleness + 1;  // + the one being swapped in = max_staleness + 2 (facts §1.5)
+  o.run_dir = run_dir;
+  if (o.discovery) cluster::parse_host_port(o.discovery_address, "discovery_address");  // fail early
+  for (const auto& u : o.worker_urls)
+    check(starts_with(u, "http://") || starts_with(u, "https://"), "worker_urls",
+          "'" + u + "' is not an http(s):// URL", "e.g. http://10.0.0.5:8000");
+  return o;
+}
+
+RemoteSource::RemoteSource(RemoteSourceOptions options, std::string name)
+    : opts_(std::move(options)), name_(std::move(name)) {
+  check(!opts_.worker_urls.empty() || opts_.discovery, name_, "no worker URLs and discovery is off",
+        "set worker_urls or discovery: true");
+}
+
+RemoteSource::~RemoteSource() {
+  if (!opts_.run_dir.empty() && router_) {
+    try {
+      RunDirectory(opts_.run_dir).append_jsonl("events.jsonl", {{"event", "remote_accounting"}, {"source", name_},
+                                                                {"accounting", accounting().to_json()}});
+    } catch (const std::exception& e) {
+      log_warn(name_ + ": " + e.what());
+    }
+  }
+  // The router's sockets belong to the (finished) producer thread; nothing is pending by now.
+  directory_.reset();
+  router_.reset();
+}
+
+void RemoteSource::start_in_this_thread() {
+  if (router_) return;
+  cluster::RouterOptions ro;
+  ro.token = opts_.token;
+  ro.request_timeout_s = opts_.worker_timeout_s;
+  router_ = std::make_unique<cluster::Router>(ro, [this](const nlohmann::json& e) {
+    nlohmann::json ev = e;
+    ev["source"] = name_;
+    if (opts_.on_event) opts_.on_event(ev);
+  });
+  for (const auto& u : opts_.worker_urls) router_->add_worker(u);
+  if (opts_.discovery) {
+    directory_ = std::make_unique<cluster::WorkerDirectory>(
+        cluster::beacon_key(opts_.token), cluster::parse_host_port(opts_.discovery_address, "discovery_address"),
+        opts_.discovery_forget_s);
+    QObject::connect(directory_.get(), &cluster::WorkerDirectory::workerJoined, [this](const QString& url, const QString&) {
+      router_->add_worker(url.toStdString());
+    });
+    QObject::connect(directory_.get(), &cluster::WorkerDirectory::workerLeft, [this](const QString& url, const QString&) {
+      router_->remove_worker(url.toStdString(), "its beacons stopped");
+    });
+  }
+}
+
+void RemoteSource::on_version_published(int64_t version, const std::string& adapter_dir) {
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  pending_[version] = std::filesystem::absolute(adapter_dir).lexically_normal().string();
+}
+
+std::string RemoteSource::model_for(int64_t version) const {
+  return version == 0 ? router_->base_model() : "policy-v" + std::to_string(version);
+}
+
+void RemoteSource::take_up_new_version() {
+  std::map<int64_t, std::string> pending;
+  {
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    pending.swap(pending_);
+  }
+  if (pending.empty()) return;
+  // Only the newest matters: older ones would be stale before they were used.
+  const auto [version, dir] = *pending.rbegin();
+  if (version <= loaded_version_.load()) return;
+  try {
+    router_->load_adapter(model_for(version), dir, weights_sha256(dir));
+  } catch (const Error& e) {
+    // Keep sampling with the version we have; the trainer drops what gets too stale.
+    log_warn(name_ + ": " + e.what());
+    if (opts_.on_event) opts_.on_event({{"event", "warning"}, {"source", name_}, {"message", e.what()}});
+    return;
+  }
+  loaded_[version] = dir;
+  loaded_version_ = version;
+  while (static_cast<int64_t>(loaded_.size()) > opts_.keep_versions) {
+    router_->unload_adapter(model_for(loaded_.begin()->first));
+    loaded_.erase(loaded_.begin());
+  }
+}
+
+std::vector<RolloutResult> RemoteSource::generate(const std::vector<RolloutRequest>& requests,
+                                                  const rollout::SamplingParams& params) {
+  start_in_this_thread();
+  if (directory_) directory_->poll();
+  if (router_->workers_up() == 0) router_->wait_for_workers(1, opts_.wait_for_workers_s);
+  take_up_new_version();
+  check(router_->workers_up() > 0, name_, "no worker is up",
+        "check that `grpo worker` runs, shares the cluster token, and is reachable");
+  const int64_t version = loaded_version_.load();
+  const std::string model = model_for(version);
+  check(!model.empty(), name_, "the workers did not report their base model id in /v1/models");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<cluster::CompletionRequest> reqs;
+  for (const auto& r : requests) {
+    for (int64_t i = 0; i < r.n; ++i) {
+      cluster::CompletionRequest c;
+      c.model = model;
+      c.prompt = r.prompt_ids;
+      c.max_tokens = params.max_tokens;
+      c.temperature = params.temperature;
+      c.top_p = params.top_p;
+      c.top_k = params.top_k > 0 ? params.top_k : -1;
+      c.min_p = params.min_p;
+      c.stop_token_ids = params.stop_token_ids;
+      c.stop = params.stop;
+      // One RNG stream per completion, derived from the group's seed (reproducible per request).
+      c.seed = params.seed * 1000003ULL + r.prompt_key * 131ULL + static_cast<uint64_t>(i);
+      c.n = 1;
+      reqs.push_back(std::move(c));
+    }
+  }
+  // A batch may wait for one re-dispatch after a worker timed out, plus the answer itself.
+  const auto outcomes = router_->complete(reqs, 3 * opts_.worker_timeout_s + 10);
+  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int64_t answered = 0;
+  std::string first_error;
+  for (const auto& o : outcomes) {
+    if (o.ok) ++answered;
+    else if (first_error.empty()) first_error = o.error;
+  }
+  if (answered != static_cast<int64_t>(outcomes.size())) {
+    std::lock_guard<std::mutex> lock(acc_mu_);
+    acc_.discarded_completions += answered;
+    ++acc_.failed_batches;
+    throw Error(name_, std::to_string(outcomes.size() - static_cast<size_t>(answered)) + " of " +
+                           std::to_string(outcomes.size()) + " completions failed: " + first_error);
+  }
+  std::vector<RolloutResult> out;
+  size_t k = 0;
+  int64_t tokens = 0;
+  for (const auto& r : requests) {
+    RolloutResult res;
+    res.group_id = r.group_id;
+    res.policy_version = version;
+    res.source = name_;
+    res.duration_s = dt;
+    for (int64_t i = 0; i < r.n; ++i, ++k) {
+      const auto& ch = outcomes[k].response.choices.front();
+      rollout::Completion c;
+      c.token_ids = ch.token_ids;
+      c.logprobs.assign(ch.logprobs.begin(), ch.logprobs.end());
+      c.finish_reason = ch.finish_reason;
+      tokens += static_cast<int64_t>(c.token_ids.size());
+      res.completions.push_back(std::move(c));
+    }
+    out.push_back(std::move(res));
+  }
+  tokens_ += tokens;
+  std::lock_guard<std::mutex> lock(acc_mu_);
+  for (const auto& r : out) {
+    if (!seen_groups_.insert(r.group_id).second) ++acc_.duplicate_groups;
+    ++acc_.delivered_groups;
+    acc_.delivered_completions += static_cast<int64_t>(r.completions.size());
+  }
+  return out;
+}
+
+RemoteAccounting RemoteSource::accounting() const {
+  RemoteAccounting a;
+  {
+    std::lock_guard<std::mutex> lock(acc_mu_);
+    a = acc_;
+  }
+  if (router_) {
+    a.router = router_->accounting().to_json();
+    const auto s = router_->routing_stats();
+    a.routing = {{"routed", s.routed}, {"affinity", s.affinity}, {"spilled", s.spilled}, {"unmatched", s.unmatched}};
+  }
+  return a;
+}
+
+}  // namespace grpo::run

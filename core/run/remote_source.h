@@ -1,0 +1,93 @@
+// RemoteSource: a RolloutSource over remote workers (DESIGN.md, Workers and the wire). It owns a
+// cluster::Router (and, with discovery on, a WorkerDirectory listening for signed beacons), both
+// created in the engine's producer thread on the first generate() so their sockets live there.
+// generate() sends one /v1/completions request per completion (n = 1, as TRL's rollout worker
+// does, so a group's G requests share a prefix on one worker) with model "policy-v<N>" of the
+// newest version loaded on every worker, and converts the answers to rollout::Completion.
+// on_version_published() only records the version; the next generate() broadcasts the load and
+// unloads versions that left the staleness window (max_staleness + 1 stay
+// registered, loading the new one before unloading the oldest, as TRL does: facts §1.5). Workers joining and leaving become
+// events through `on_event` (the engine's events.jsonl).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/grpo/config.h"
+#include "core/run/rollout_source.h"
+
+namespace grpo::cluster {
+class Router;
+class WorkerDirectory;
+}  // namespace grpo::cluster
+
+namespace grpo::run {
+
+struct RemoteSourceOptions {
+  std::vector<std::string> worker_urls;
+  std::string token;                    // the cluster token itself
+  bool discovery = false;
+  std::string discovery_address;        // group:port (cfg.discovery_address)
+  double discovery_forget_s = 15;
+  double worker_timeout_s = 60;         // per completion request
+  double wait_for_workers_s = 30;       // how long generate() waits for a first worker
+  int64_t keep_versions = 5;            // registered on workers: max_staleness + 1
+  std::string run_dir;                  // events.jsonl gets the final accounting
+  std::function<void(const nlohmann::json&)> on_event;
+};
+
+// Reads the token file (cfg.cluster_token_file or the default path; created when missing).
+RemoteSourceOptions remote_options_from_config(const grpo::TrainConfig& cfg, const std::string& run_dir);
+
+// Completions counted at the source: every completion the router answered is delivered to the
+// engine in a group, or discarded with its batch when another completion of that batch failed.
+struct RemoteAccounting {
+  int64_t delivered_groups = 0, delivered_completions = 0, discarded_completions = 0, duplicate_groups = 0;
+  int64_t failed_batches = 0;
+  nlohmann::json router;                // cluster::RouterAccounting::to_json()
+  nlohmann::json routing;               // affinity / spilled / unmatched
+  nlohmann::json to_json() const;
+};
+
+class RemoteSource : public RolloutSource {
+public:
+  explicit RemoteSource(RemoteSourceOptions options, std::string name = "workers");
+  ~RemoteSource() override;
+
+  std::string name() const override { return name_; }
+  std::vector<RolloutResult> generate(const std::vector<RolloutRequest>& requests,
+                                      const rollout::SamplingParams& params) override;
+  void on_version_published(int64_t version, const std::string& adapter_dir) override;
+  int64_t tokens_generated() const override { return tokens_.load(); }
+
+  RemoteAccounting accounting() const;
+  int64_t loaded_version() const { return loaded_version_.load(); }
+
+private:
+  void start_in_this_thread();
+  void take_up_new_version();
+  std::string model_for(int64_t version) const;
+
+  RemoteSourceOptions opts_;
+  std::string name_;
+  std::unique_ptr<cluster::Router> router_;
+  std::unique_ptr<cluster::WorkerDirectory> directory_;
+  std::atomic<int64_t> loaded_version_{0};
+  std::map<int64_t, std::string> loaded_;  // versions live on the workers (producer thread)
+  std::mutex pending_mu_;
+  std::map<int64_t, std::string> pending_;  // published, not yet loaded
+  std::atomic<int64_t> tokens_{0};
+  mutable std::mutex acc_mu_;
+  RemoteAccounting acc_;
+  std::set<int64_t> seen_groups_;
+};
+
+}  // namespace grpo::run
