@@ -1,18 +1,21 @@
 // `grpo worker`: serve a base model and runtime-loaded LoRA adapters over the vLLM-compatible
 // HTTP subset (core/cluster/worker_server.h). Prints "listening on http://HOST:PORT" once ready
-// (the real port when --listen asks for port 0); SIGINT/SIGTERM stop it cleanly.
+// (the real port when --listen asks for port 0); SIGINT/SIGTERM stop it cleanly. With
+// --announce it sends signed discovery beacons built from WorkerServer::status_json().
 #include <CLI/CLI.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include <QCoreApplication>
 
 #include "app/commands.h"
 #include "core/cluster/cluster_token.h"
+#include "core/cluster/worker_announcer.h"
 #include "core/cluster/worker_server.h"
 #include "core/common/error.h"
 
@@ -41,7 +44,8 @@ void parse_listen(const std::string& text, std::string& host, uint16_t& port) {
 
 void add_worker_commands(CLI::App& app) {
   struct Args {
-    std::string model, listen = "127.0.0.1:8000", token_file, bucket, name, served_name;
+    std::string model, listen = "127.0.0.1:8000", token_file, bucket, name, served_name, announce;
+    double announce_interval = 3.0;
     int threads = 0, max_loras = 8;
     int64_t max_lora_rank = 64, max_batch = 256, max_body_mb = 32;
   };
@@ -65,6 +69,12 @@ void add_worker_commands(CLI::App& app) {
   cmd->add_option("--max-body-mb", args->max_body_mb, "Largest request body in MiB (larger: 413)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t(1), int64_t(4096)));
+  cmd->add_option("--announce", args->announce,
+                  "Send signed discovery beacons to GROUP:PORT (the trainer's discovery_address, e.g. "
+                  "239.255.77.42:29517)");
+  cmd->add_option("--announce-interval", args->announce_interval, "Seconds between beacons")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
   cmd->callback([args] {
     cluster::WorkerOptions o;
     parse_listen(args->listen, o.host, o.port);
@@ -91,12 +101,29 @@ void add_worker_commands(CLI::App& app) {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     worker.start();
+    std::unique_ptr<cluster::WorkerAnnouncer> announcer;
+    if (!args->announce.empty())
+      announcer = std::make_unique<cluster::WorkerAnnouncer>(
+          o.token, args->announce,
+          [&worker] {
+            const auto s = worker.status_json();  // thread-safe
+            cluster::Beacon b;
+            b.name = s.value("name", "");
+            b.url = s.value("url", "");
+            b.model = s.value("model_fingerprint", "");
+            b.version = s.value("version", "");
+            for (const auto& d : s["devices"]) b.devices += (b.devices.empty() ? "" : ", ") + d.get<std::string>();
+            b.load = static_cast<double>(s["load"].value("queued", int64_t(0)) + s["load"].value("running", int64_t(0)));
+            return b;
+          },
+          args->announce_interval);
     std::cout << "listening on " << worker.url() << std::endl;
     std::cerr << "grpo worker " << worker.status_json()["name"].get<std::string>() << ": model " << o.model_dir
               << (o.bucket.empty() ? std::string(", no --bucket (adapter loads refused)") : ", bucket " + o.bucket)
               << std::endl;
     while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::cerr << "grpo worker: stopping" << std::endl;
+    announcer.reset();
     worker.stop();
   });
 }

@@ -12,6 +12,7 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTimer>
+#include <QUdpSocket>
 #include <QtTest>
 
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "core/cluster/beacon.h"
 #include "core/cluster/http_server.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
@@ -140,6 +142,7 @@ class TestWorkerApi : public QObject {
   QTemporaryDir tmp_;
   std::string bucket_, adapter_dir_, outside_dir_;
   std::unique_ptr<QProcess> worker_;
+  std::unique_ptr<QUdpSocket> beacons_;  // where the worker's --announce beacons arrive
   std::unique_ptr<Client> client_;
   std::vector<int64_t> prompt_;
   grpo::model::CausalLM base_{nullptr}, tuned_{nullptr};
@@ -197,6 +200,10 @@ private Q_SLOTS:
     for (int32_t id : tok.encode("12+7=")) prompt_.push_back(id);
     QVERIFY(!prompt_.empty());
 
+    beacons_ = std::make_unique<QUdpSocket>();
+    QVERIFY(beacons_->bind(QHostAddress::LocalHost, 0));
+    const QString announce = "127.0.0.1:" + QString::number(beacons_->localPort());
+
     worker_ = std::make_unique<QProcess>();
     worker_->setProcessChannelMode(QProcess::SeparateChannels);
     // The worker dies with this test process, even if the test crashes: no leaked servers.
@@ -204,7 +211,8 @@ private Q_SLOTS:
     worker_->start(GRPO_CLI, {"worker", "--model", QString::fromStdString(kModel), "--listen", "127.0.0.1:0",
                               "--token-file", QString::fromStdString(token_file), "--bucket",
                               QString::fromStdString(bucket_), "--name", "test-worker", "--threads", "1",
-                              "--max-loras", "3", "--max-body-mb", "1"});
+                              "--max-loras", "3", "--max-body-mb", "1", "--announce", announce,
+                              "--announce-interval", "0.2"});
     QVERIFY2(worker_->waitForStarted(10000), "grpo worker did not start");
     std::string out, url;
     for (int i = 0; i < 600 && url.empty(); ++i) {  // at most ~60 s
@@ -254,6 +262,35 @@ private Q_SLOTS:
     QCOMPARE(st["name"].get<std::string>(), std::string("test-worker"));
     QCOMPARE(st["model_fingerprint"].get<std::string>().size(), size_t(16));
     QCOMPARE(client_->get("/get_world_size").j()["world_size"].get<int>(), 1);
+  }
+
+  void announcesItselfWithSignedBeacons() {
+    // The trainer's side of discovery (BeaconVerifier) accepts what the worker sends.
+    grpo::cluster::BeaconVerifier verifier(grpo::cluster::beacon_key(kToken));
+    grpo::cluster::Beacon b;
+    std::string why;
+    bool got = false;
+    for (int i = 0; i < 200 && !got; ++i) {  // beacons every 0.2 s; at most ~20 s
+      beacons_->waitForReadyRead(100);
+      while (beacons_->hasPendingDatagrams() && !got) {
+        QByteArray d(static_cast<int>(beacons_->pendingDatagramSize()), 0);
+        beacons_->readDatagram(d.data(), d.size());
+        got = verifier.verify(d.toStdString(), static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0, b, why);
+      }
+    }
+    QVERIFY2(got, why.c_str());
+    QCOMPARE(b.name, std::string("test-worker"));
+    QCOMPARE(b.url, url_);
+    QCOMPARE(b.model, client_->get("/grpo/status").j()["model_fingerprint"].get<std::string>());
+    QCOMPARE(b.devices, std::string("cpu"));
+    // Signed with another token: refused.
+    grpo::cluster::BeaconVerifier stranger(grpo::cluster::beacon_key("another-token"));
+    beacons_->waitForReadyRead(2000);
+    QByteArray d(static_cast<int>(std::max<qint64>(0, beacons_->pendingDatagramSize())), 0);
+    if (!d.isEmpty()) {
+      beacons_->readDatagram(d.data(), d.size());
+      QVERIFY(!stranger.verify(d.toStdString(), static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0, b, why));
+    }
   }
 
   void authIsRequiredEverywhere() {
