@@ -211,6 +211,9 @@ void MetricChart::redraw(const MetricStore& store, bool force) {
   axisY_->setRange(lo, hi);
 
   // Control events as dashed vertical lines across the whole plot.
+  const MarkerKey key{&store, store.marker_revision(), x0, x1, lo, hi};
+  if (key == markerKey_) return;
+  markerKey_ = key;
   const auto& ms = store.markers();
   size_t used = 0;
   for (const auto& m : ms) {

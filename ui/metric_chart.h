@@ -74,6 +74,12 @@ private:
   QValueAxis *axisX_, *axisY_;
   const MetricStore* lastStore_ = nullptr;
   uint64_t lastRevision_ = ~uint64_t{0};
+  struct MarkerKey {
+    const MetricStore* store = nullptr;
+    uint64_t revision = ~uint64_t{0};
+    double x0 = 0, x1 = 0, lo = 0, hi = 0;
+    bool operator==(const MarkerKey&) const = default;
+  } markerKey_;  // the markers are redrawn only when this changes
   bool overlaysDirty_ = false;
 };
 

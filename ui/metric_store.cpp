@@ -6,6 +6,33 @@
 #include <sstream>
 
 namespace grpo::ui {
+namespace {
+
+void summarize_last(MetricStore::Series& s) {
+  const size_t i = s.y.size() - 1, b = i / MetricStore::kBlock;
+  if (b == s.block_min.size()) {
+    s.block_min.push_back(static_cast<uint32_t>(i));
+    s.block_max.push_back(static_cast<uint32_t>(i));
+    return;
+  }
+  if (s.y[i] < s.y[s.block_min[b]]) s.block_min[b] = static_cast<uint32_t>(i);
+  if (s.y[i] > s.y[s.block_max[b]]) s.block_max[b] = static_cast<uint32_t>(i);
+}
+
+void resummarize(MetricStore::Series& s) {
+  std::vector<double> x = std::move(s.x), y = std::move(s.y);
+  s.x.clear();
+  s.y.clear();
+  s.block_min.clear();
+  s.block_max.clear();
+  for (size_t i = 0; i < x.size(); ++i) {
+    s.x.push_back(x[i]);
+    s.y.push_back(y[i]);
+    summarize_last(s);
+  }
+}
+
+}  // namespace
 
 void MetricStore::add(double step, const std::string& key, double value) {
   if (!std::isfinite(value) || !std::isfinite(step)) return;
@@ -15,6 +42,7 @@ void MetricStore::add(double step, const std::string& key, double value) {
     const auto cut = std::lower_bound(s.x.begin(), s.x.end(), step) - s.x.begin();
     s.x.resize(static_cast<size_t>(cut));
     s.y.resize(static_cast<size_t>(cut));
+    resummarize(s);
   }
   if (s.x.size() >= kMaxPoints) {
     size_t w = 0;
@@ -24,9 +52,11 @@ void MetricStore::add(double step, const std::string& key, double value) {
     }
     s.x.resize(w);
     s.y.resize(w);
+    resummarize(s);
   }
   s.x.push_back(step);
   s.y.push_back(value);
+  summarize_last(s);
   max_step_ = std::max(max_step_, step);
   ++revision_;
 }
@@ -35,6 +65,7 @@ void MetricStore::add_marker(Marker m) {
   if (markers_.size() >= kMaxMarkers) markers_.erase(markers_.begin());
   markers_.push_back(std::move(m));
   ++revision_;
+  ++marker_revision_;
 }
 
 void MetricStore::clear() {
@@ -42,6 +73,7 @@ void MetricStore::clear() {
   markers_.clear();
   max_step_ = 0;
   ++revision_;
+  ++marker_revision_;
 }
 
 bool MetricStore::has(const std::string& key) const { return series_.count(key) > 0; }
@@ -105,9 +137,17 @@ QVector<QPointF> MetricStore::downsample(const std::string& key, double x0, doub
     const size_t hi = a + n * static_cast<size_t>(k + 1) / static_cast<size_t>(buckets);
     if (lo >= hi) continue;
     size_t imin = lo, imax = lo;
-    for (size_t i = lo + 1; i < hi; ++i) {
-      if (s->y[i] < s->y[imin]) imin = i;
-      if (s->y[i] > s->y[imax]) imax = i;
+    for (size_t i = lo; i < hi;) {
+      if (i % kBlock == 0 && i + kBlock <= hi) {  // a whole block: its summary
+        const size_t b = i / kBlock;
+        if (s->y[s->block_min[b]] < s->y[imin]) imin = s->block_min[b];
+        if (s->y[s->block_max[b]] > s->y[imax]) imax = s->block_max[b];
+        i += kBlock;
+      } else {
+        if (s->y[i] < s->y[imin]) imin = i;
+        if (s->y[i] > s->y[imax]) imax = i;
+        ++i;
+      }
     }
     const size_t first = std::min(imin, imax), second = std::max(imin, imax);
     out.append(QPointF(s->x[first], s->y[first]));

@@ -41,10 +41,15 @@ public:
   const std::vector<Marker>& markers() const { return markers_; }
   // Bumps on every change: a chart redraws only when the revision moved.
   uint64_t revision() const { return revision_; }
+  uint64_t marker_revision() const { return marker_revision_; }  // bumps when markers change
 
   struct Series {
     std::vector<double> x, y;
+    // Per block of kBlock points, the index of its minimum and maximum, kept as points arrive:
+    // downsampling reads one summary per whole block inside a bucket instead of every point.
+    std::vector<uint32_t> block_min, block_max;
   };
+  static constexpr size_t kBlock = 64;
   const Series* series(const std::string& key) const;
 
   // At most 2 * buckets points of `key` over [x0, x1]: each bucket contributes its minimum and
@@ -61,7 +66,7 @@ private:
   std::map<std::string, Series> series_;
   std::vector<Marker> markers_;
   double max_step_ = 0;
-  uint64_t revision_ = 0;
+  uint64_t revision_ = 0, marker_revision_ = 0;
 };
 
 }  // namespace grpo::ui

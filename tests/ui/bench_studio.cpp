@@ -70,7 +70,17 @@ int main(int argc, char** argv) {
     for (int m = 0; m < 40; ++m) s.add_marker({double(m) * points / 40.0, m % 3 ? "pause" : "retune", "x"});
     size_t series = 0;
     for (auto* c : w.dashboard()->charts()) series += c->drawnKeys().size();
-    std::vector<double> replace_ms, paint_ms;
+    std::vector<double> replace_ms, paint_ms, sample_ms;
+    for (int r = 0; r < 30; ++r) {  // the store's share: downsampling every series to 300 buckets
+      QElapsedTimer t;
+      t.start();
+      size_t n = 0;
+      for (const char* k : keys) n += static_cast<size_t>(s.downsample(k, 0, points + 1, 300).size());
+      sample_ms.push_back(t.nsecsElapsed() / 1e6);
+      if (n == 0) return 1;
+    }
+    std::printf("downsample: %zu series x %d points to 300 buckets: p50 %.2f ms\n", std::size(keys), points,
+                percentile(sample_ms, 0.5));
     for (int r = 0; r < 30; ++r) {
       s.add(points + r + 1, "reward", 0.5);  // a new step: every chart is stale
       QElapsedTimer t;
