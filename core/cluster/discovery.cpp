@@ -1,6 +1,8 @@
 // BeaconSender and WorkerDirectory: signed UDP beacons out, verified workers in.
 #include "core/cluster/discovery.h"
 
+#include <QAbstractEventDispatcher>
+#include <QEventLoop>
 #include <QHostAddress>
 #include <QNetworkDatagram>
 #include <QUrl>
@@ -65,8 +67,12 @@ void BeaconSender::send_now() {
   else ++sent_;
 }
 
-WorkerDirectory::WorkerDirectory(std::string key, HostPort listen, double forget_after_s, QObject* parent)
+WorkerDirectory::WorkerDirectory(std::string key, HostPort listen, double forget_after_s, bool self_timed,
+                                 QObject* parent)
     : QObject(parent), verifier_(std::move(key)), forget_after_s_(forget_after_s) {
+  // A thread that is not a QThread (an engine producer) has no event dispatcher until its first
+  // QEventLoop; the socket's notifier needs one, so make it now.
+  if (!QAbstractEventDispatcher::instance()) QEventLoop make_dispatcher;
   const QHostAddress addr(QString::fromStdString(listen.host));
   bool ok;
   if (addr.isMulticast()) {
@@ -84,7 +90,7 @@ WorkerDirectory::WorkerDirectory(std::string key, HostPort listen, double forget
   connect(&socket_, &QUdpSocket::readyRead, this, &WorkerDirectory::read_pending);
   expiry_.setInterval(static_cast<int>(std::max(0.05, forget_after_s_ / 4) * 1000));
   connect(&expiry_, &QTimer::timeout, this, &WorkerDirectory::expire);
-  expiry_.start();
+  if (self_timed) expiry_.start();
 }
 
 uint16_t WorkerDirectory::port() const { return socket_.localPort(); }

@@ -58,7 +58,10 @@ class WorkerDirectory : public QObject {
 public:
   // Binds `listen` (port 0 picks a free one; a multicast host binds the port on every interface
   // and joins the group). Throws grpo::Error when the port cannot be bound.
-  WorkerDirectory(std::string key, HostPort listen, double forget_after_s = 15.0, QObject* parent = nullptr);
+  // `self_timed`: forget silent workers from a timer; off for owners that call poll() instead
+  // (a timer cannot be stopped from another thread, e.g. when the owner is destroyed elsewhere).
+  WorkerDirectory(std::string key, HostPort listen, double forget_after_s = 15.0, bool self_timed = true,
+                  QObject* parent = nullptr);
   uint16_t port() const;
   // Reads queued datagrams and forgets silent workers now (for threads without an event loop).
   void poll();

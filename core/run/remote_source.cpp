@@ -89,7 +89,7 @@ void RemoteSource::start_in_this_thread() {
   if (opts_.discovery) {
     directory_ = std::make_unique<cluster::WorkerDirectory>(
         cluster::beacon_key(opts_.token), cluster::parse_host_port(opts_.discovery_address, "discovery_address"),
-        opts_.discovery_forget_s);
+        opts_.discovery_forget_s, /*self_timed=*/false);
     QObject::connect(directory_.get(), &cluster::WorkerDirectory::workerJoined, [this](const QString& url, const QString&) {
       router_->add_worker(url.toStdString());
     });
@@ -138,7 +138,12 @@ std::vector<RolloutResult> RemoteSource::generate(const std::vector<RolloutReque
                                                   const rollout::SamplingParams& params) {
   start_in_this_thread();
   if (directory_) directory_->poll();
-  if (router_->workers_up() == 0) router_->wait_for_workers(1, opts_.wait_for_workers_s);
+  // No worker yet: wait in short slices, taking in announced workers between them.
+  const auto wait_until = std::chrono::steady_clock::now() + std::chrono::duration<double>(opts_.wait_for_workers_s);
+  while (router_->workers_up() == 0 && std::chrono::steady_clock::now() < wait_until) {
+    router_->wait_for_workers(1, 0.5);
+    if (directory_) directory_->poll();
+  }
   take_up_new_version();
   check(router_->workers_up() > 0, name_, "no worker is up",
         "check that `grpo worker` runs, shares the cluster token, and is reachable");

@@ -4,10 +4,12 @@
 // worker is given the live adapter versions; and the accounting holds: every dispatched request
 // ended exactly once (answered, re-dispatched after the failure, refused or cancelled), no group
 // reached the trainer twice, and every delivered completion was trained, dropped as stale, or
-// was still queued when the run ended (bounded by the queues' capacity).
+// was still queued when the run ended (bounded by the queues' capacity). A second run finds its
+// worker by discovery alone (signed beacons on loopback).
 #include <QNetworkAccessManager>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <QUdpSocket>
 #include <QtTest>
 
 #include <atomic>
@@ -17,6 +19,7 @@
 #include <thread>
 
 #include "core/cluster/cluster_token.h"
+#include "core/cluster/worker_announcer.h"
 #include "core/cluster/worker_client.h"
 #include "core/run/engine.h"
 #include "engine_test_util.h"
@@ -187,6 +190,52 @@ private Q_SLOTS:
     const int64_t queue_groups = std::max<int64_t>(1, (cfg.queue_maxsize + G - 1) / G) +
                                  std::max<int64_t>(2, cfg.prompts_per_step) + cfg.prompts_per_step;
     QVERIFY2(leftover >= 0 && leftover <= queue_groups * G, qPrintable(QString("leftover %1").arg(leftover)));
+  }
+
+  // Discovery only (no worker URLs): the run finds a real worker through its signed beacons on
+  // loopback, and trains with it.
+  void workerFoundByDiscovery() {
+    QTemporaryDir tmp;
+    const std::string bucket = tmp.path().toStdString();
+    const std::string run_dir = bucket + "/run";
+    const std::string token_file = bucket + "/cluster-token";
+    const std::string token = grpo::cluster::load_or_create_token(token_file);
+    WorkerProcess a = start_worker(bucket, token_file, 0, "wa");
+    QVERIFY2(!a.url.empty(), "grpo worker did not print its URL");
+    quint16 port = 0;
+    {
+      QUdpSocket probe;  // a free UDP port for the beacons
+      QVERIFY(probe.bind(QHostAddress::LocalHost, 0));
+      port = probe.localPort();
+    }
+    const std::string address = "127.0.0.1:" + std::to_string(port);
+    grpo::cluster::WorkerAnnouncer announcer(token, address, [url = a.url] {
+      grpo::cluster::Beacon b;
+      b.name = "wa";
+      b.url = url;
+      return b;
+    }, 0.2);
+
+    auto cfg = tiny_config(run_dir);
+    cfg.max_steps = 4;
+    cfg.save_steps = 0;
+    cfg.local_generators = 0;
+    cfg.discovery = true;
+    cfg.discovery_address = address;
+    cfg.cluster_token_file = token_file;
+    grpo::run::EngineOptions eo;
+    eo.local_generators = 0;
+    {
+      grpo::run::Engine engine(cfg, run_dir, eo);
+      engine.run();
+      QCOMPARE(engine.step(), cfg.max_steps);
+    }
+    a.p->kill();
+    a.p->waitForFinished(10000);
+    QCOMPARE(count(events_named(run_dir, "worker_joined"), a.url), 1);
+    const auto acc = events_named(run_dir, "remote_accounting");
+    QCOMPARE(acc.size(), size_t(1));
+    QVERIFY(acc[0]["accounting"]["delivered_groups"].get<int64_t>() >= cfg.max_steps * cfg.prompts_per_step);
   }
 };
 
