@@ -34,6 +34,7 @@
 #include "core/model/peft_io.h"
 #include "core/model/weights.h"
 #include "core/text/tokenizer.h"
+#include "tests/cluster/worker_test_util.h"
 
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -43,96 +44,11 @@ namespace {
 const std::string kModel = std::string(GRPO_TEST_DATA) + "/../../resources/models/tiny-arith";
 const std::string kToken = "5f0e1d2c3b4a59687766554433221100ffeeddccbbaa99887766554433221100";
 
-struct HttpResult {
-  int status = 0;  // 0: no answer (connection error or timeout)
-  std::string body;
-  std::string error;
-  json j() const { return json::parse(body, nullptr, false); }
-};
-
-class Client {
-public:
-  explicit Client(std::string base) : base_(std::move(base)) {}
-
-  QNetworkReply* start(const std::string& method, const std::string& path, const std::string& body = {},
-                       const std::string& token = kToken) {
-    QNetworkRequest req(QUrl(QString::fromStdString(base_ + path)));
-    req.setHeader(QNetworkRequest::ContentTypeHeader, "application/json");
-    if (!token.empty()) req.setRawHeader("Authorization", QByteArray::fromStdString("Bearer " + token));
-    req.setTransferTimeout(120000);
-    const QByteArray data = QByteArray::fromStdString(body);
-    if (method == "GET") return nam_.get(req);
-    return nam_.sendCustomRequest(req, QByteArray::fromStdString(method), data);
-  }
-
-  static HttpResult finish(QNetworkReply* r, int timeout_ms = 120000) {
-    if (!r->isFinished()) {
-      QEventLoop loop;
-      QTimer t;
-      t.setSingleShot(true);
-      QObject::connect(r, &QNetworkReply::finished, &loop, &QEventLoop::quit);
-      QObject::connect(&t, &QTimer::timeout, &loop, &QEventLoop::quit);
-      t.start(timeout_ms);
-      loop.exec();
-    }
-    HttpResult out;
-    if (r->isFinished()) {
-      out.status = r->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-      out.body = r->readAll().toStdString();
-      if (r->error() != QNetworkReply::NoError && out.status == 0) out.error = r->errorString().toStdString();
-    } else {
-      r->abort();
-      out.error = "timed out";
-    }
-    r->deleteLater();
-    return out;
-  }
-
-  HttpResult call(const std::string& method, const std::string& path, const std::string& body = {},
-                  const std::string& token = kToken) {
-    return finish(start(method, path, body, token));
-  }
-  HttpResult post(const std::string& path, const json& body) { return call("POST", path, body.dump()); }
-  HttpResult get(const std::string& path) { return call("GET", path); }
-
-private:
-  std::string base_;
-  QNetworkAccessManager nam_;
-};
-
-std::string error_message(const HttpResult& r) {
-  const json j = r.j();
-  return j.is_object() && j.contains("error") ? j["error"].value("message", "") : r.body;
-}
-
-// Writes SHA256SUMS in `dir` with coreutils' sha256sum over every other file.
-bool write_sha256sums(const std::string& dir) {
-  QStringList names;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().filename() != "SHA256SUMS") names << QString::fromStdString(e.path().filename());
-  names.sort();
-  QProcess p;
-  p.setWorkingDirectory(QString::fromStdString(dir));
-  p.start("sha256sum", names);
-  if (!p.waitForFinished(30000) || p.exitCode() != 0) return false;
-  grpo::write_file_atomic(dir + "/SHA256SUMS", p.readAllStandardOutput().toStdString());
-  return true;
-}
-
-// log p(token_t | prefix) under softmax(logits / T) for every completion token, recomputed with
-// one teacher-forced forward of prompt + completion (what the trainer does).
-std::vector<double> recompute_logprobs(grpo::model::CausalLM& m, const std::vector<int64_t>& prompt,
-                                       const std::vector<int64_t>& completion, double temperature) {
-  torch::NoGradGuard ng;
-  std::vector<int64_t> ids = prompt;
-  ids.insert(ids.end(), completion.begin(), completion.end());
-  auto logits = m->forward(torch::tensor(ids, torch::kInt64).unsqueeze(0))[0];  // (T, V)
-  auto lp = torch::log_softmax(logits.to(torch::kFloat64) / temperature, -1);
-  std::vector<double> out;
-  for (size_t t = 0; t < completion.size(); ++t)
-    out.push_back(lp[static_cast<int64_t>(prompt.size() + t - 1)][completion[t]].item<double>());
-  return out;
-}
+using worker_test::Client;
+using worker_test::HttpResult;
+using worker_test::error_message;
+using worker_test::recompute_logprobs;
+using worker_test::write_sha256sums;
 
 }  // namespace
 
@@ -225,7 +141,7 @@ private Q_SLOTS:
     QVERIFY2(!url.empty(), qPrintable(QString::fromStdString(out) + worker_->readAllStandardError()));
     QVERIFY2(grpo::starts_with(url, "http://127.0.0.1:") && !grpo::ends_with(url, ":0"), url.c_str());
     url_ = url;
-    client_ = std::make_unique<Client>(url);
+    client_ = std::make_unique<Client>(url, kToken);
     const json models = client_->get("/v1/models").j();
     model_id_ = models["data"][0]["id"].get<std::string>();
   }
@@ -385,7 +301,7 @@ private Q_SLOTS:
     // Requests that arrive together are generated together, and a request's tokens do not
     // depend on its batch: pause, queue six, resume -> one batch of six. (Control calls go
     // through a second client: QNetworkAccessManager opens at most 6 connections per host.)
-    Client control(url_);
+    Client control(url_, kToken);
     QCOMPARE(control.call("POST", "/pause?mode=keep").j()["status"].get<std::string>(), std::string("paused"));
     std::vector<QNetworkReply*> pending;
     for (int i = 0; i < 6; ++i) pending.push_back(client_->start("POST", "/v1/completions", completion_body(model_id_, 70 + i).dump()));
@@ -412,7 +328,7 @@ private Q_SLOTS:
   }
 
   void pauseModes() {
-    Client control(url_);
+    Client control(url_, kToken);
     auto load = [&](const char* key) {
       const json st = control.get("/grpo/status").j();
       return st.is_object() ? st["load"][key].get<int>() : -1;
