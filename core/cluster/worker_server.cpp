@@ -26,6 +26,7 @@
 #include "core/cluster/adapter_store.h"
 #include "core/cluster/completion_api.h"
 #include "core/cluster/http_server.h"
+#include "core/cluster/worker_announcer.h"
 #include "core/cluster/worker_batcher.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
@@ -60,16 +61,6 @@ std::vector<int64_t> default_stop_ids(const model::CausalLMImpl& m, const text::
   }
   if (auto eos = tok.eos_id()) add_unique(ids, *eos);
   return ids;
-}
-
-// The same fingerprint discovery beacons carry (worker_announcer's model_fingerprint): the
-// first 16 hex digits of SHA-256(config.json), so a trainer can tell another base model apart.
-std::string config_fingerprint(const std::string& dir) {
-  const std::string config = read_file(path_join(dir, "config.json"));
-  return QCryptographicHash::hash(QByteArray::fromStdString(config), QCryptographicHash::Sha256)
-      .toHex()
-      .left(16)
-      .toStdString();
 }
 
 constexpr int64_t kMaxAdapterFileBytes = int64_t(8) << 30;
@@ -220,7 +211,7 @@ WorkerServer::WorkerServer(WorkerOptions options) : impl_(std::make_unique<Impl>
   d.limits.max_model_len = d.base->config().max_position_embeddings;
   d.limits.eos_token_ids = default_stop_ids(*d.base, *d.tokenizer, o.model_dir);
   d.limits.max_n = std::max<int64_t>(1, o.max_batch_sequences);
-  d.fingerprint = config_fingerprint(o.model_dir);
+  d.fingerprint = model_fingerprint(o.model_dir);  // as discovery beacons define it
   d.downloads = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/grpo-worker-XXXXXX");
   check(d.downloads->isValid(), "grpo worker", "cannot create a temporary download directory",
         "is $TMPDIR writable?");
