@@ -169,7 +169,8 @@ void MetricChart::redraw(const MetricStore& store, bool force) {
       Line& l = lineFor(key, label, spec, index);
       QVector<QPointF> pts = store.downsample(key, x0, x1, buckets);
       extend(pts);
-      l.series->setPointsVisible(pts.size() <= 60);  // a short series (eval every N steps) stays visible
+      // Sparse series (eval every N steps, a single point) show their points; dense ones a line.
+      l.series->setPointsVisible(pts.size() < 2 || (pts.back().x() - pts.front().x()) / (pts.size() - 1) >= 4);
       l.series->replace(pts);
       if (l.band) {
         QVector<QPointF> up, down;
@@ -209,6 +210,9 @@ void MetricChart::redraw(const MetricStore& store, bool force) {
   }
   axisX_->setRange(x0, x1);
   axisY_->setRange(lo, hi);
+  axisY_->applyNiceNumbers();  // round tick labels
+  lo = axisY_->min();
+  hi = axisY_->max();
 
   // Control events as dashed vertical lines across the whole plot.
   const MarkerKey key{&store, store.marker_revision(), x0, x1, lo, hi};
