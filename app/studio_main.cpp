@@ -17,9 +17,21 @@
 #include "ui/setup_page.h"
 
 int main(int argc, char** argv) {
-  bool headless = false;
-  for (int i = 1; i < argc; ++i) headless = headless || std::string(argv[i]) == "--headless";
-  if (headless && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  bool headless = false, info_only = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    headless = headless || a == "--headless";
+    info_only = info_only || a == "--version" || a == "-v" || a == "--help" || a == "-h";
+  }
+  const bool no_platform = qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
+  if ((headless || info_only) && no_platform) qputenv("QT_QPA_PLATFORM", "offscreen");
+  if (!headless && !info_only && no_platform && qEnvironmentVariableIsEmpty("DISPLAY") &&
+      qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
+    std::cerr << "grpo-studio: no display (DISPLAY and WAYLAND_DISPLAY are unset)\n"
+                 "  run the demo in the terminal: grpo-studio --headless\n"
+                 "  or under a virtual display:   xvfb-run -a grpo-studio --demo\n";
+    return 1;
+  }
 
   QApplication app(argc, argv);
   QApplication::setApplicationName("grpo-studio");

@@ -147,7 +147,9 @@ bool DashboardPage::saveAllPng(const QString& dir, QStringList* written) {
   bool ok = true;
   int i = 0;
   for (auto* c : charts_) {
-    QString name = QString("%1-%2.png").arg(++i, 2, 10, QChar('0')).arg(c->title().toLower().replace(QRegularExpression("[^a-z0-9]+"), "-"));
+    QString slug = c->title().toLower().replace(QRegularExpression("[^a-z0-9]+"), "-");
+    while (slug.endsWith('-')) slug.chop(1);
+    const QString name = QString("%1-%2.png").arg(++i, 2, 10, QChar('0')).arg(slug);
     const QString path = QDir(dir).filePath(name);
     const bool saved = c->savePng(path);
     ok = ok && saved;

@@ -28,6 +28,14 @@ QColor markerColor(const QString& kind) {
   return QColor(0xb2, 0x22, 0x22);  // stop, error
 }
 
+// A 1, 2 or 5 x 10^k step giving about `ticks` intervals over `range`.
+double nice_step(double range, int ticks) {
+  const double raw = range / std::max(1, ticks);
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double f = raw / mag;
+  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+}
+
 void hideFromLegend(QChart* chart, QAbstractSeries* s) {
   for (auto* m : chart->legend()->markers(s)) m->setVisible(false);
 }
@@ -208,11 +216,19 @@ void MetricChart::redraw(const MetricStore& store, bool force) {
     lo -= pad;
     hi += pad;
   }
+  // Ticks anchored at 0 on round steps (whole steps on x), so labels read 0.2, not 5.55e-17.
+  const double xs = std::max(1.0, nice_step(x1 - x0, 5));
+  axisX_->setTickType(QValueAxis::TicksDynamic);
+  axisX_->setTickAnchor(0);
+  axisX_->setTickInterval(xs);
   axisX_->setRange(x0, x1);
+  const double ys = nice_step(hi - lo, 4);
+  lo = std::floor(lo / ys) * ys;
+  hi = std::ceil(hi / ys) * ys;
+  axisY_->setTickType(QValueAxis::TicksDynamic);
+  axisY_->setTickAnchor(0);
+  axisY_->setTickInterval(ys);
   axisY_->setRange(lo, hi);
-  axisY_->applyNiceNumbers();  // round tick labels
-  lo = axisY_->min();
-  hi = axisY_->max();
 
   // Control events as dashed vertical lines across the whole plot.
   const MarkerKey key{&store, store.marker_revision(), x0, x1, lo, hi};
