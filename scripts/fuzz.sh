@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-60}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(safetensors hf_config tokenizer run_config)
+[[ ${#targets[@]} -gt 0 ]] || targets=(safetensors hf_config tokenizer run_config http_request beacon)
 command -v clang++ >/dev/null || { echo "error: clang++ not found (scripts/setup.sh installs clang)" >&2; exit 1; }
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DGRPO_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/fuzz

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One command: install dependencies, build, run every test, then fuzz each parser briefly.
+# One command: install dependencies, build, run every test, check the .deb, fuzz each parser briefly.
 # Usage: scripts/test.sh [PRESET]   (GRPO_FUZZ_SECONDS=N sets the fuzzing time per target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -7,5 +7,7 @@ preset="${1:-release}"
 scripts/setup.sh
 scripts/build.sh "$preset"
 ctest --preset "$preset" -j2
+# The Debian package: built from this build, unpacked into a temporary root, run from there.
+if [ "$preset" = release ]; then NO_BUILD=1 scripts/check_package.sh build/release; fi
 # Every parser of untrusted input under libFuzzer + ASan + UBSan, for a bounded time each.
 scripts/fuzz.sh "${GRPO_FUZZ_SECONDS:-30}"
