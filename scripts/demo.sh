@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# One command: install dependencies, build, and run the app's main job on its embedded demo:
-# asynchronous GRPO with LoRA on the tiny-arith model (resources/models/), watching reward and
-# greedy eval accuracy rise. Extra arguments go to `grpo train` (e.g. --steps 100).
+# One command: install dependencies, build, and open the desktop app ready to train its embedded
+# demo (asynchronous GRPO with LoRA on the tiny-arith model, resources/models/): click Start and
+# watch reward and greedy eval accuracy rise. Without a display it runs the same demo headless in
+# the terminal and writes PNG charts at the end. Extra arguments go to grpo-studio
+# (e.g. --demo --steps 100 to start at once; --headless to force the terminal).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh release
-exec build/release/app/grpo train --demo "$@"
+app=build/release/app/grpo-studio
+if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+  exec "$app" "$@"
+fi
+echo "demo: no display; running headless (for a window without a display: xvfb-run -a $app)"
+exec "$app" --headless "$@"
