@@ -12,6 +12,8 @@
 #include <memory>
 #include <unistd.h>
 
+#include <QCoreApplication>
+
 #include "app/commands.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
@@ -80,6 +82,9 @@ void add_train_commands(CLI::App& app) {
     bool demo = false, sync = false;
     int64_t steps = 0;
     int generators = -1;
+    std::vector<std::string> workers;
+    std::string token_file;
+    bool discover = false, no_local = false;
   };
   auto a = std::make_shared<TrainArgs>();
   auto* train = app.add_subcommand("train", "Train a LoRA adapter with asynchronous GRPO (TRL config keys)");
@@ -89,6 +94,10 @@ void add_train_commands(CLI::App& app) {
   train->add_option("--output", a->output, "Run directory (default: runs/run-<date>-<time>)");
   train->add_option("--resume", a->resume, "Continue the run in RUN_DIR from its newest intact checkpoint");
   train->add_option("--generators", a->generators, "In-process generator threads (async engine; default: the config's local_generators)");
+  train->add_option("--worker", a->workers, "Rollout worker URL, repeatable (grpo worker or a vLLM server): worker_urls");
+  train->add_flag("--discover", a->discover, "Also use workers that announce themselves with signed beacons: discovery");
+  train->add_option("--cluster-token-file", a->token_file, "The token shared with the workers: cluster_token_file");
+  train->add_flag("--no-local-rollouts", a->no_local, "Leave generation to the workers: local_generators 0");
   train->add_flag("--sync", a->sync, "Synchronous loop (generate, score, train, repeat) instead of the async engine");
   train->footer("Signals: SIGINT/SIGTERM stop gracefully (final checkpoint and adapter); SIGUSR1 pauses/resumes.");
   train->callback([a] {
@@ -111,6 +120,12 @@ void add_train_commands(CLI::App& app) {
     }
     cfg.apply(j, source);
     if (a->steps > 0) cfg.apply({{"max_steps", a->steps}}, "--steps");
+    if (!a->workers.empty()) cfg.apply({{"worker_urls", a->workers}}, "--worker");
+    if (a->discover) cfg.apply({{"discovery", true}}, "--discover");
+    if (!a->token_file.empty()) cfg.apply({{"cluster_token_file", a->token_file}}, "--cluster-token-file");
+    if (a->no_local) cfg.apply({{"local_generators", 0}}, "--no-local-rollouts");
+    check(!a->sync || (cfg.worker_urls.empty() && !cfg.discovery), "--sync",
+          "the synchronous loop generates in-process only", "drop --sync to use workers");
     if (!a->output.empty()) cfg.output_dir = a->output;
     if (cfg.output_dir.empty()) cfg.output_dir = default_run_dir();
     cfg.validate(source);
@@ -126,6 +141,14 @@ void add_train_commands(CLI::App& app) {
       run::SyncTrainer trainer(cfg, cfg.output_dir);
       adapter = trainer.run([tty](const run::StepReport& r) { print_progress(r, tty); }, &g_stop);
     } else {
+      // Remote workers talk through Qt's network event loops, which want an application object.
+      std::unique_ptr<QCoreApplication> qt;
+      if ((!cfg.worker_urls.empty() || cfg.discovery) && !QCoreApplication::instance()) {
+        static int qt_argc = 1;
+        static char qt_name[] = "grpo";
+        static char* qt_argv[] = {qt_name, nullptr};
+        qt = std::make_unique<QCoreApplication>(qt_argc, qt_argv);
+      }
       run::EngineOptions eo;
       eo.local_generators = a->generators >= 0 ? a->generators : static_cast<int>(cfg.local_generators);
       eo.resume = !a->resume.empty();

@@ -2,6 +2,7 @@
 // versions -> all-or-nothing loads, discovery -> router membership.
 #include "core/run/remote_source.h"
 
+#include <QCoreApplication>
 #include <QObject>
 
 #include <chrono>
@@ -77,6 +78,8 @@ RemoteSource::~RemoteSource() {
 
 void RemoteSource::start_in_this_thread() {
   if (router_) return;
+  check(QCoreApplication::instance() != nullptr, name_, "no QCoreApplication: Qt's network event loops need one",
+        "create a QCoreApplication (or QApplication) before the engine runs with workers");
   cluster::RouterOptions ro;
   ro.token = opts_.token;
   ro.request_timeout_s = opts_.worker_timeout_s;

@@ -5,7 +5,8 @@
 // ended exactly once (answered, re-dispatched after the failure, refused or cancelled), no group
 // reached the trainer twice, and every delivered completion was trained, dropped as stale, or
 // was still queued when the run ended (bounded by the queues' capacity). A second run finds its
-// worker by discovery alone (signed beacons on loopback).
+// worker by discovery alone (signed beacons on loopback), and `grpo train --worker URL
+// --no-local-rollouts` does the same from the command line.
 #include <QNetworkAccessManager>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -236,6 +237,50 @@ private Q_SLOTS:
     const auto acc = events_named(run_dir, "remote_accounting");
     QCOMPARE(acc.size(), size_t(1));
     QVERIFY(acc[0]["accounting"]["delivered_groups"].get<int64_t>() >= cfg.max_steps * cfg.prompts_per_step);
+  }
+
+  // The CLI as a user runs it: grpo train CONFIG --worker URL --no-local-rollouts
+  // --cluster-token-file F trains with the worker alone.
+  void grpoTrainWithWorkerFlags() {
+    QTemporaryDir tmp;
+    const std::string bucket = tmp.path().toStdString();
+    const std::string run_dir = bucket + "/run";
+    const std::string token_file = bucket + "/cluster-token";
+    grpo::cluster::load_or_create_token(token_file);
+    WorkerProcess a = start_worker(bucket, token_file, 0, "wa");
+    QVERIFY2(!a.url.empty(), "grpo worker did not print its URL");
+    auto cfg = tiny_config(run_dir);
+    cfg.max_steps = 3;
+    cfg.save_steps = 0;
+    auto j = cfg.to_json();
+    j["output_dir"] = run_dir;
+    const std::string cfg_path = bucket + "/run.json";
+    grpo::write_file_atomic(cfg_path, j.dump(2));
+    QProcess p;
+    p.setProcessChannelMode(QProcess::MergedChannels);
+    p.start(GRPO_CLI, {"train", QString::fromStdString(cfg_path), "--worker", QString::fromStdString(a.url),
+                       "--no-local-rollouts", "--cluster-token-file", QString::fromStdString(token_file)});
+    QVERIFY(p.waitForStarted(10000));
+    QVERIFY2(p.waitForFinished(300000), "grpo train did not finish within 5 minutes");
+    const QByteArray out = p.readAll();
+    a.p->kill();
+    a.p->waitForFinished(10000);
+    QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0, out.constData());
+    QCOMPARE(read_jsonl(run_dir + "/metrics.jsonl").size(), size_t(3));
+    const auto start = events_named(run_dir, "start");
+    QCOMPARE(start.size(), size_t(1));
+    QCOMPARE(start[0]["sources"].get<int64_t>(), int64_t(1));  // the workers, no local generator
+    QCOMPARE(count(events_named(run_dir, "worker_joined"), a.url), 1);
+    const auto written = nlohmann::json::parse(grpo::read_file(run_dir + "/config.json"));
+    QCOMPARE(written["worker_urls"], nlohmann::json::array({a.url}));
+    QCOMPARE(written["local_generators"].get<int64_t>(), int64_t(0));
+    // --sync cannot use workers.
+    QProcess s;
+    s.setProcessChannelMode(QProcess::MergedChannels);
+    s.start(GRPO_CLI, {"train", QString::fromStdString(cfg_path), "--sync", "--worker", "http://127.0.0.1:1"});
+    QVERIFY(s.waitForFinished(60000));
+    QVERIFY(s.exitCode() != 0);
+    QVERIFY2(s.readAll().contains("in-process only"), "no reason given for refusing --sync with workers");
   }
 };
 
