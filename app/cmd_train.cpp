@@ -18,7 +18,9 @@
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/grpo/config.h"
+#include "core/cluster/cluster_token.h"
 #include "core/run/engine.h"
+#include "core/run/run_endpoint.h"
 #include "core/run/run_status.h"
 #include "core/run/sync_trainer.h"
 
@@ -85,6 +87,7 @@ void add_train_commands(CLI::App& app) {
     std::vector<std::string> workers;
     std::string token_file;
     bool discover = false, no_local = false;
+    std::string serve;
   };
   auto a = std::make_shared<TrainArgs>();
   auto* train = app.add_subcommand("train", "Train a LoRA adapter with asynchronous GRPO (TRL config keys)");
@@ -98,6 +101,7 @@ void add_train_commands(CLI::App& app) {
   train->add_flag("--discover", a->discover, "Also use workers that announce themselves with signed beacons: discovery");
   train->add_option("--cluster-token-file", a->token_file, "The token shared with the workers: cluster_token_file");
   train->add_flag("--no-local-rollouts", a->no_local, "Leave generation to the workers: local_generators 0");
+  train->add_option("--serve", a->serve, "Serve the run over HTTP on HOST:PORT (port 0: any free): state, metrics, control, adapters (cluster token)");
   train->add_flag("--sync", a->sync, "Synchronous loop (generate, score, train, repeat) instead of the async engine");
   train->footer("Signals: SIGINT/SIGTERM stop gracefully (final checkpoint and adapter); SIGUSR1 pauses/resumes.");
   train->callback([a] {
@@ -124,11 +128,14 @@ void add_train_commands(CLI::App& app) {
     if (a->discover) cfg.apply({{"discovery", true}}, "--discover");
     if (!a->token_file.empty()) cfg.apply({{"cluster_token_file", a->token_file}}, "--cluster-token-file");
     if (a->no_local) cfg.apply({{"local_generators", 0}}, "--no-local-rollouts");
+    check(!a->sync || a->serve.empty(), "--serve", "the endpoint serves the async engine", "drop --sync");
     check(!a->sync || (cfg.worker_urls.empty() && !cfg.discovery), "--sync",
           "the synchronous loop generates in-process only", "drop --sync to use workers");
     if (!a->output.empty()) cfg.output_dir = a->output;
     if (cfg.output_dir.empty()) cfg.output_dir = default_run_dir();
     cfg.validate(source);
+    run::RunEndpointOptions ro;  // checked before anything is created
+    if (!a->serve.empty()) std::tie(ro.host, ro.port) = run::parse_host_port(a->serve, "--serve");
 
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
@@ -143,7 +150,7 @@ void add_train_commands(CLI::App& app) {
     } else {
       // Remote workers talk through Qt's network event loops, which want an application object.
       std::unique_ptr<QCoreApplication> qt;
-      if ((!cfg.worker_urls.empty() || cfg.discovery) && !QCoreApplication::instance()) {
+      if ((!cfg.worker_urls.empty() || cfg.discovery || !a->serve.empty()) && !QCoreApplication::instance()) {
         static int qt_argc = 1;
         static char qt_name[] = "grpo";
         static char* qt_argv[] = {qt_name, nullptr};
@@ -153,6 +160,15 @@ void add_train_commands(CLI::App& app) {
       eo.local_generators = a->generators >= 0 ? a->generators : static_cast<int>(cfg.local_generators);
       eo.resume = !a->resume.empty();
       run::Engine engine(cfg, cfg.output_dir, eo);
+      std::unique_ptr<run::RunEndpoint> endpoint;
+      if (!a->serve.empty()) {
+        ro.bearer_token = cluster::load_or_create_token(
+            cfg.cluster_token_file.empty() ? cluster::default_token_path() : cfg.cluster_token_file);
+        ro.max_steps = cfg.max_steps;
+        endpoint = std::make_unique<run::RunEndpoint>(engine, ro);
+        endpoint->start();
+        std::cout << "serving run on " << endpoint->url() << std::endl;
+      }
       // Signals only set flags; a watcher thread turns them into engine commands.
       std::atomic<bool> done{false};
       std::thread watcher([&] {

@@ -286,7 +286,8 @@ private:
     const Route* found = nullptr;
     std::string allow;
     for (const auto& r : routes_) {
-      if (r.path != c.req.path) continue;
+      const bool prefix = !r.path.empty() && r.path.back() == '*';  // "/a/*" matches "/a/..."
+      if (prefix ? c.req.path.compare(0, r.path.size() - 1, r.path, 0, r.path.size() - 1) != 0 : r.path != c.req.path) continue;
       if (r.method == c.req.method) found = &r;
       allow += (allow.empty() ? "" : ", ") + r.method;
     }

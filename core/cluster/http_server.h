@@ -66,7 +66,8 @@ public:
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Routes are fixed before start(). A path registered for another method answers 405.
+  // Routes are fixed before start(). A path registered for another method answers 405. A path
+  // ending in '*' matches every request path that starts with what precedes the '*'.
   void route(const std::string& method, const std::string& path, HttpHandler handler);
 
   // Binds and starts serving; throws grpo::Error naming the address when it cannot listen.

@@ -1,0 +1,163 @@
+// RunEndpoint: the trainer's HTTP routes (see run_endpoint.h) on a cluster::HttpServer.
+#include "core/run/run_endpoint.h"
+
+#include <atomic>
+#include <filesystem>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "core/cluster/http_message.h"
+#include "core/cluster/http_server.h"
+#include "core/common/error.h"
+#include "core/common/files.h"
+#include "core/common/strings.h"
+#include "core/run/engine.h"
+
+namespace grpo::run {
+namespace {
+
+namespace fs = std::filesystem;
+using cluster::HttpError;
+using cluster::HttpRequest;
+using cluster::HttpResponse;
+using cluster::Reply;
+using nlohmann::json;
+
+constexpr const char* kBucketPrefix = "/grpo/bucket/";
+
+// The metrics.jsonl records (a torn last line, being appended, is skipped).
+json read_metrics(const std::string& run_dir, int64_t since, bool last_only) {
+  json out = json::array();
+  const std::string p = path_join(run_dir, "metrics.jsonl");
+  if (!file_exists(p)) return out;
+  json last;
+  for (const auto& line : split(read_file(p), '\n')) {
+    if (trim(line).empty()) continue;
+    json rec = json::parse(line, nullptr, false);
+    if (rec.is_discarded() || !rec.is_object()) continue;
+    const int64_t step = rec.value("step", int64_t(-1));
+    if (last_only) last = std::move(rec);
+    else if (step > since) out.push_back(std::move(rec));
+  }
+  return last_only ? last : out;
+}
+
+// The file under <run_dir>/adapters/ that a bucket request names; HttpError 403/404 otherwise.
+std::string bucket_file(const std::string& run_dir, const std::string& request_path) {
+  const std::string rel = cluster::percent_decode(request_path.substr(std::string(kBucketPrefix).size()));
+  if (rel.empty()) throw HttpError(404, "name a file: /grpo/bucket/policy-v<N>/<file>", "NotFoundError");
+  for (const auto& seg : split(rel, '/'))
+    if (seg.empty() || seg == "." || seg == ".." || seg.find('\0') != std::string::npos)
+      throw HttpError(403, "bucket path \"" + rel + "\": only plain names below adapters/ are served");
+  std::error_code ec;
+  const fs::path root = fs::canonical(fs::path(run_dir) / "adapters", ec);
+  if (ec) throw HttpError(404, "this run has no adapters/ directory", "NotFoundError");
+  const fs::path file = fs::canonical(root / rel, ec);
+  if (ec || !fs::is_regular_file(file, ec))
+    throw HttpError(404, "bucket file " + rel + ": not found", "NotFoundError");
+  const std::string r = root.string() + "/", f = file.string();
+  if (!starts_with(f, r))  // a symlink leading out of adapters/
+    throw HttpError(403, "bucket path \"" + rel + "\" leads outside adapters/");
+  return f;
+}
+
+json ok() { return {{"ok", true}}; }
+
+}  // namespace
+
+std::pair<std::string, uint16_t> parse_host_port(const std::string& s, const std::string& what) {
+  const auto colon = s.rfind(':');
+  const std::string hint = "e.g. 127.0.0.1:8765, 0.0.0.0:0 (any free port) or [::1]:8765";
+  check(colon != std::string::npos && colon > 0 && colon + 1 < s.size(), what,
+        "\"" + s + "\": expected HOST:PORT", hint);
+  std::string host = s.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const std::string port = s.substr(colon + 1);
+  check(port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos, what,
+        "\"" + s + "\": the port must be a number 0..65535", hint);
+  const long p = std::stol(port);
+  check(p <= 65535, what, "\"" + s + "\": the port must be a number 0..65535", hint);
+  return {host, static_cast<uint16_t>(p)};
+}
+
+RunEndpoint::RunEndpoint(Engine& engine, RunEndpointOptions options)
+    : engine_(engine), options_(std::move(options)), run_dir_(engine.run_directory().root()) {}
+
+RunEndpoint::~RunEndpoint() { stop(); }
+
+void RunEndpoint::start() {
+  check(!server_, "run endpoint", "already started");
+  cluster::HttpServerOptions so;
+  so.host = options_.host;
+  so.port = options_.port;
+  so.bearer_token = options_.bearer_token;
+  so.server_name = "grpo-trainer";
+  server_ = std::make_unique<cluster::HttpServer>(so);
+  auto paused = std::make_shared<std::atomic<bool>>(false);
+  Engine* engine = &engine_;
+  const std::string dir = run_dir_;
+  const int64_t max_steps = options_.max_steps;
+
+  server_->route("GET", std::string(kBucketPrefix) + "*", [dir](const HttpRequest& req, Reply reply) {
+    HttpResponse r;
+    r.content_type = "application/octet-stream";
+    r.body = read_file(bucket_file(dir, req.path));
+    reply.send(std::move(r));
+  });
+  server_->route("GET", "/grpo/run", [=](const HttpRequest&, Reply reply) {
+    const EngineState st = engine->state();
+    reply.send(HttpResponse::json(200, {{"state", to_string(st)},
+                                        {"step", engine->step()},
+                                        {"max_steps", max_steps},
+                                        {"policy_version", engine->policy_version()},
+                                        {"run_dir", dir},
+                                        {"paused", st == EngineState::Paused || paused->load()},
+                                        {"last_metrics", read_metrics(dir, 0, true)}}));
+  });
+  server_->route("GET", "/grpo/metrics", [dir](const HttpRequest& req, Reply reply) {
+    int64_t since = -1;
+    if (auto s = req.query_param("since")) {
+      try {
+        size_t used = 0;
+        since = std::stoll(*s, &used);
+        if (used != s->size()) throw std::invalid_argument("trailing");
+      } catch (const std::exception&) {
+        throw HttpError(400, "since=\"" + *s + "\": expected a step number");
+      }
+    }
+    reply.send(HttpResponse::json(200, read_metrics(dir, since, false)));
+  });
+  server_->route("POST", "/grpo/run/pause", [=](const HttpRequest&, Reply reply) {
+    engine->pause();
+    *paused = true;
+    reply.send(HttpResponse::json(200, ok()));
+  });
+  server_->route("POST", "/grpo/run/resume", [=](const HttpRequest&, Reply reply) {
+    engine->resume();
+    *paused = false;
+    reply.send(HttpResponse::json(200, ok()));
+  });
+  server_->route("POST", "/grpo/run/stop", [=](const HttpRequest&, Reply reply) {
+    engine->stop();
+    reply.send(HttpResponse::json(200, ok()));
+  });
+  server_->route("POST", "/grpo/run/retune", [=](const HttpRequest& req, Reply reply) {
+    json j = json::parse(req.body, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+      throw HttpError(400, "retune: the body must be a JSON object of TRL keys, e.g. {\"learning_rate\": 0.001}");
+    const std::string err = engine->retune(j);
+    if (!err.empty()) throw HttpError(400, err);
+    reply.send(HttpResponse::json(200, ok()));
+  });
+  server_->start();
+}
+
+void RunEndpoint::stop() {
+  if (server_) server_->stop();
+  server_.reset();
+}
+
+std::string RunEndpoint::url() const { return server_ ? server_->url() : std::string(); }
+
+}  // namespace grpo::run

@@ -1,0 +1,60 @@
+// RunEndpoint: the trainer's HTTP API (issue 5 §5), served beside a running Engine on the
+// cluster's HttpServer (own thread, bearer auth with the cluster token: 401 otherwise).
+//
+//   GET  /grpo/bucket/<path>     bytes of <run_dir>/adapters/<path>, read-only: what workers without
+//                                a shared directory fetch, e.g. /grpo/bucket/policy-v3/SHA256SUMS,
+//                                /grpo/bucket/policy-v3/adapter_model.safetensors. So a worker's
+//                                lora_path is <url>/grpo/bucket/policy-v<N>. "..", ".", empty
+//                                segments and symlinks leading outside adapters/ -> 403; missing
+//                                files and directories -> 404.
+//   GET  /grpo/run               {"state","step","max_steps","policy_version","run_dir","paused",
+//                                 "last_metrics":{...} (the last metrics.jsonl record, or null)}
+//   GET  /grpo/metrics?since=N   the metrics.jsonl records with step > N (default -1: all), as an array
+//   POST /grpo/run/pause|resume|stop   -> {"ok":true}
+//   POST /grpo/run/retune        body: a JSON object of TRL keys -> {"ok":true}, or 400 with the
+//                                engine's error text (naming the key)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace grpo::cluster {
+class HttpServer;
+}
+
+namespace grpo::run {
+
+class Engine;
+
+struct RunEndpointOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;         // 0: any free port
+  std::string bearer_token;  // the cluster token
+  int64_t max_steps = 0;     // reported in /grpo/run (the engine's config is trainer-thread only)
+};
+
+// "HOST:PORT" (also "[::1]:PORT"); throws grpo::Error naming `what` when malformed.
+std::pair<std::string, uint16_t> parse_host_port(const std::string& s, const std::string& what);
+
+class RunEndpoint {
+public:
+  // `engine` must outlive the endpoint (stop() or destroy it before the engine).
+  RunEndpoint(Engine& engine, RunEndpointOptions options);
+  ~RunEndpoint();
+  RunEndpoint(const RunEndpoint&) = delete;
+  RunEndpoint& operator=(const RunEndpoint&) = delete;
+
+  void start();  // throws grpo::Error naming the address when it cannot listen
+  void stop();
+  std::string url() const;  // "http://127.0.0.1:PORT" after start()
+
+private:
+  Engine& engine_;
+  RunEndpointOptions options_;
+  std::string run_dir_;
+  std::unique_ptr<cluster::HttpServer> server_;
+};
+
+}  // namespace grpo::run
