@@ -2,7 +2,8 @@
 // spoken to over raw HTTP/1.1 on loopback (raw, so paths like /grpo/bucket/../x reach the server
 // unnormalised). Checks bearer auth (401), /grpo/run progress, /grpo/metrics?since=N, pause
 // holding the step and resume continuing it, retune accepted/refused (400 naming the key), the
-// read-only adapter bucket (bytes equal to the file on disk; "..", encoded "..", symlinks out of
+// read-only adapter bucket (bytes equal to the file on disk, and a real `grpo worker` loading an
+// adapter by its bucket URL; "..", encoded "..", symlinks out of
 // adapters/ refused; 404 for missing), and stop ending the process with exit status 0.
 #include <QFile>
 #include <QProcess>
@@ -190,6 +191,39 @@ private Q_SLOTS:
     std::filesystem::create_symlink((run_dir + "/config.json").toStdString(), (run_dir + "/adapters/escape").toStdString());
     QCOMPARE(request(port, "GET", "/grpo/bucket/escape", token).status, 403);
     QCOMPARE(request(port, "POST", "/grpo/bucket/escape", token).status, 405);
+
+    // A real `grpo worker` loads a published adapter through the bucket URL (it fetches SHA256SUMS,
+    // then every file listed, with the cluster token, and verifies them), and serves it.
+    QCOMPARE(request(port, "POST", "/grpo/run/pause", token).status, 200);
+    for (auto d = Clock::now() + std::chrono::seconds(120); Clock::now() < d && run().value("state", "") != "paused";)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const int64_t version = run().value("policy_version", int64_t(0));
+    QVERIFY(version >= 1);
+    {
+      Child worker;
+      const QString wout = tmp.path() + "/worker.txt";
+      worker.p.setStandardOutputFile(wout);
+      worker.p.setStandardErrorFile(tmp.path() + "/worker-err.txt");
+      worker.p.start(GRPO_CLI, {"worker", "--model", QString(GRPO_RESOURCES) + "/models/tiny-arith", "--listen",
+                                "127.0.0.1:0", "--token-file", QString::fromStdString(token_file), "--threads", "1"});
+      QVERIFY(worker.p.waitForStarted(10000));
+      int wport = 0;
+      for (auto d = Clock::now() + std::chrono::seconds(120); Clock::now() < d && wport == 0;) {
+        if (worker.p.state() != QProcess::Running) break;
+        worker.p.waitForFinished(200);
+        const QByteArray o = slurp(wout);
+        const int at = o.indexOf("listening on http://"), end = o.indexOf('\n', at);
+        if (at >= 0 && end > at) wport = QUrl(QString::fromUtf8(o.mid(at + 13, end - at - 13).trimmed())).port();
+      }
+      QVERIFY2(wport > 0, slurp(tmp.path() + "/worker-err.txt").constData());
+      const json load = {{"lora_name", "policy"},
+                         {"lora_path", "http://127.0.0.1:" + std::to_string(port) + "/grpo/bucket/policy-v" + std::to_string(version)}};
+      Http l = request(wport, "POST", "/v1/load_lora_adapter", token, QByteArray::fromStdString(load.dump()));
+      QVERIFY2(l.status == 200, l.body.constData());
+      Http c = request(wport, "POST", "/v1/completions", token, R"({"model": "policy", "prompt": "1+1=", "max_tokens": 2})");
+      QVERIFY2(c.status == 200 && c.j()["choices"].size() == 1, c.body.constData());
+    }
+    QCOMPARE(request(port, "POST", "/grpo/run/resume", token).status, 200);
 
     // Stop ends the process cleanly.
     QCOMPARE(request(port, "POST", "/grpo/run/stop", token).j(), json({{"ok", true}}));
