@@ -13,15 +13,8 @@
 namespace grpo::cluster {
 namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 // The sampler's RNG key of prompt `index` of a request with `seed`: a pure function of the two.
-uint64_t prompt_key(uint64_t seed, size_t index) { return splitmix64(splitmix64(seed) ^ static_cast<uint64_t>(index)); }
+uint64_t prompt_key(uint64_t seed, size_t index) { return rollout::splitmix64(rollout::splitmix64(seed) ^ static_cast<uint64_t>(index)); }
 
 }  // namespace
 

@@ -10,7 +10,6 @@
 #include "core/text/tokenizer.h"
 
 namespace grpo::rollout {
-namespace {
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -18,6 +17,9 @@ uint64_t splitmix64(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
+
+namespace {
+
 
 // Uniform in (0, 1), a pure function of (seed, prompt key, sample index, step).
 double counter_uniform(uint64_t seed, uint64_t key, uint64_t sample, uint64_t step) {

@@ -19,6 +19,10 @@ namespace grpo::text { class Tokenizer; }
 
 namespace grpo::rollout {
 
+// SplitMix64's finaliser: the mixing step of the counter-based random streams (a sample's
+// stream is a hash of seed, prompt key, sample index and step), shared with workers.
+uint64_t splitmix64(uint64_t x);
+
 struct SamplingParams {
   double temperature = 1.0;  // 0 = greedy
   double top_p = 1.0;

@@ -7,9 +7,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <QCryptographicHash>
-#include <QFile>
-
+#include "core/cluster/adapter_store.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
@@ -25,13 +23,6 @@ void make_dirs(const std::string& p) {
   if (ec) throw Error(p, "cannot create directory: " + ec.message());
 }
 
-std::string file_sha256(const std::string& path) {
-  QFile f(QString::fromStdString(path));
-  if (!f.open(QIODevice::ReadOnly)) throw Error(path, "cannot open for hashing");
-  QCryptographicHash h(QCryptographicHash::Sha256);
-  if (!h.addData(&f)) throw Error(path, "read failed while hashing");
-  return h.result().toHex().toStdString();
-}
 
 void fsync_dir(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -130,7 +121,7 @@ std::string sha256sums(const std::string& dir) {
     if (e.is_regular_file() && e.path().filename() != "SHA256SUMS") names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   std::string out;
-  for (const auto& n : names) out += file_sha256(path_join(dir, n)) + "  " + n + "\n";
+  for (const auto& n : names) out += cluster::sha256_file(path_join(dir, n)) + "  " + n + "\n";
   return out;
 }
 
@@ -144,7 +135,7 @@ std::vector<std::string> verify_sha256sums(const std::string& dir) {
     if (sp == std::string::npos) { bad.push_back(line); continue; }
     const std::string name = line.substr(sp + 2);
     const std::string p = path_join(dir, name);
-    if (!file_exists(p) || file_sha256(p) != line.substr(0, sp)) bad.push_back(name);
+    if (!file_exists(p) || cluster::sha256_file(p) != line.substr(0, sp)) bad.push_back(name);
   }
   return bad;
 }
