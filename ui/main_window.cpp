@@ -6,10 +6,14 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDateTime>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QFile>
 #include <QFileDialog>
+#include <QFormLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
@@ -28,6 +32,10 @@
 #include "ui/setup_page.h"
 #include "ui/workers_page.h"
 
+#ifdef GRPO_UI_WITH_CLUSTER
+#include "core/cluster/cluster_token.h"
+#endif
+
 namespace grpo::ui {
 
 QString format_duration(double s) {
@@ -40,6 +48,7 @@ QString format_duration(double s) {
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("GRPO Studio"));
   controller_ = new EngineController(this);
+  remote_ = new RemoteRunClient(this);
   tabs_ = new QTabWidget;
   tabs_->setObjectName("pages");
   tabs_->setDocumentMode(true);
@@ -80,6 +89,24 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     updateActions();
   });
   connect(controller_, &EngineController::finished, this, &MainWindow::onFinished);
+  connect(remote_, &RemoteRunClient::stepsReady, this, &MainWindow::onSteps);
+  connect(remote_, &RemoteRunClient::stateChanged, this, [this](run::EngineState s) {
+    stateLabel_->setText(tr("%1 (remote)").arg(run::to_string(s)));
+    if (s == run::EngineState::Finished || s == run::EngineState::Failed) {
+      statusBar()->showMessage(tr("Remote run %1 ended (%2)").arg(remote_->runDir(), run::to_string(s)), 15000);
+      etaLabel_->setText(tr("ETA —"));
+    }
+    updateActions();
+  });
+  connect(remote_, &RemoteRunClient::errorChanged, this, [this](const QString& e) {
+    if (!e.isEmpty()) dashboard_->setVerdict(tr("remote endpoint error"), e);
+    if (!e.isEmpty()) statusBar()->showMessage(e, 10000);
+    updateActions();
+  });
+  connect(remote_, &RemoteRunClient::retuneDone, this, [this](const QString& e) {
+    statusBar()->showMessage(e.isEmpty() ? tr("Remote retune accepted") : tr("Remote retune refused: %1").arg(e), 10000);
+  });
+  connect(runs_, &RunsPage::attachRequested, this, &MainWindow::openAttachDialog);
   connect(runs_, &RunsPage::openRequested, this, [this](const QString& d) { openRun(d); });
   connect(runs_, &RunsPage::overlaysChanged, this, [this] {
     for (auto* c : dashboard_->charts()) c->setOverlays(runs_->overlays());
@@ -112,6 +139,10 @@ void MainWindow::buildActions() {
   retune_ = make(tr("Retune..."), QStyle::SP_FileDialogDetailedView, QKeySequence(Qt::CTRL | Qt::Key_T), tr("Change hyperparameters of the live run"));
   export_ = make(tr("Export..."), QStyle::SP_DialogSaveButton, QKeySequence(Qt::CTRL | Qt::Key_E), tr("Export an adapter version or checkpoint"));
   open_ = make(tr("Open run..."), QStyle::SP_DirOpenIcon, QKeySequence::Open, tr("Show a past run's charts"));
+  attach_ = new QAction(tr("Attach to run..."), this);
+  attach_->setToolTip(tr("Follow and control a headless `grpo train --serve HOST:PORT` through its HTTP endpoint"));
+  detach_ = new QAction(tr("Detach"), this);
+  detach_->setToolTip(tr("Stop following the remote run (it keeps running)"));
   for (auto* a : {start_, pause_, resume_, stop_}) tb->addAction(a);
   tb->addSeparator();
   tb->addAction(retune_);
@@ -119,9 +150,12 @@ void MainWindow::buildActions() {
   tb->addAction(open_);
 
   connect(start_, &QAction::triggered, this, [this] { startRun(); });
-  connect(pause_, &QAction::triggered, controller_, &EngineController::pause);
-  connect(resume_, &QAction::triggered, controller_, &EngineController::resume);
-  connect(stop_, &QAction::triggered, controller_, &EngineController::stop);
+  // While attached, the run controls act on the remote run through its POST routes.
+  connect(pause_, &QAction::triggered, this, [this] { remote_->attached() ? remote_->pause() : controller_->pause(); });
+  connect(resume_, &QAction::triggered, this, [this] { remote_->attached() ? remote_->resume() : controller_->resume(); });
+  connect(stop_, &QAction::triggered, this, [this] { remote_->attached() ? remote_->stop() : controller_->stop(); });
+  connect(attach_, &QAction::triggered, this, &MainWindow::openAttachDialog);
+  connect(detach_, &QAction::triggered, this, &MainWindow::detachRun);
   connect(retune_, &QAction::triggered, this, &MainWindow::openRetune);
   connect(export_, &QAction::triggered, this, [this] { showPage(adapters_); });
   connect(open_, &QAction::triggered, this, [this] {
@@ -131,6 +165,8 @@ void MainWindow::buildActions() {
 
   auto* file = menuBar()->addMenu(tr("&File"));
   file->addAction(open_);
+  file->addAction(attach_);
+  file->addAction(detach_);
   file->addAction(tr("Save charts as PNG..."), this, &MainWindow::saveChartsPng);
   file->addAction(tr("Save metrics as CSV..."), this, &MainWindow::saveMetricsCsv);
   file->addSeparator();
@@ -147,9 +183,13 @@ void MainWindow::buildActions() {
 }
 
 void MainWindow::updateActions() {
-  const bool active = controller_->active();
-  const auto s = controller_->state();
-  start_->setEnabled(!active);
+  const bool remote = remote_->attached();
+  const bool active = remote ? remote_->state() == run::EngineState::Running || remote_->state() == run::EngineState::Paused
+                             : controller_->active();
+  const auto s = remote ? remote_->state() : controller_->state();
+  start_->setEnabled(!active && !remote);
+  attach_->setEnabled(!controller_->active());
+  detach_->setEnabled(remote);
   pause_->setEnabled(active && s == run::EngineState::Running);
   resume_->setEnabled(active && s == run::EngineState::Paused);
   stop_->setEnabled(active);
@@ -159,6 +199,10 @@ void MainWindow::updateActions() {
 void MainWindow::showPage(QWidget* page) { tabs_->setCurrentWidget(page); }
 
 bool MainWindow::startRun() {
+  if (remote_->attached()) {
+    statusBar()->showMessage(tr("Attached to a remote run: detach first (File > Detach)"), 10000);
+    return false;
+  }
   ::grpo::grpo::TrainConfig cfg;
   QString err;
   if (!setup_->buildConfig(cfg, &err)) {
@@ -208,8 +252,9 @@ void MainWindow::onSteps(const QVector<::grpo::run::StepReport>& reports) {
   progress_->setRange(0, static_cast<int>(r.max_steps));
   progress_->setValue(static_cast<int>(r.step));
   auto reward = r.metrics.find("reward");
+  const QString shown = remote_->attached() ? remote_->url().toString() + " " + remote_->runDir() : controller_->runDir();
   dashboard_->setTitle(tr("Run %1 — step %2, reward %3")
-                           .arg(controller_->runDir())
+                           .arg(shown)
                            .arg(r.step)
                            .arg(reward == r.metrics.end() ? QString("—") : QString::number(reward->second, 'f', 3)));
   updateActions();
@@ -242,7 +287,7 @@ void MainWindow::onFinished(const QString& adapter, const QString& error) {
 }
 
 bool MainWindow::openRun(const QString& runDir) {
-  if (controller_->active()) {
+  if (controller_->active() || remote_->attached()) {
     statusBar()->showMessage(tr("A run is active: the dashboard shows it. Check the past run on the Runs page to overlay it."), 10000);
     return false;
   }
@@ -270,11 +315,101 @@ bool MainWindow::openRun(const QString& runDir) {
   return true;
 }
 
+bool MainWindow::attachRun(const QString& url, const QString& tokenFile, QString* error) {
+  auto refuse = [&](const QString& e) {
+    if (error) *error = e;
+    statusBar()->showMessage(tr("Cannot attach: %1").arg(e), 15000);
+    return false;
+  };
+  if (controller_->active()) return refuse(tr("a local run is active: stop it first"));
+  QByteArray token;
+#ifdef GRPO_UI_WITH_CLUSTER
+  try {
+    token = QByteArray::fromStdString(cluster::read_token_file(tokenFile.toStdString()));
+  } catch (const std::exception& e) {
+    return refuse(QString::fromStdString(e.what()));
+  }
+#else
+  QFile f(tokenFile);
+  if (!f.open(QIODevice::ReadOnly)) return refuse(tr("%1: %2").arg(tokenFile, f.errorString()));
+  token = f.readAll().trimmed();
+#endif
+  QString err;
+  dashboard_->clear();
+  if (!remote_->attach(QUrl(url.trimmed()), token, &err)) return refuse(err);
+  samples_->model()->clear();
+  liveConfig_ = ::grpo::grpo::TrainConfig{}.to_json();
+  shownRun_.clear();
+  dashboard_->setTitle(tr("Remote run %1 — connecting...").arg(remote_->url().toString()));
+  stepLabel_->setText(tr("step 0/—"));
+  versionLabel_->setText("policy-v0");
+  etaLabel_->setText(tr("ETA —"));
+  stateLabel_->setText(tr("attaching"));
+  showPage(dashboard_);
+  updateActions();
+  return true;
+}
+
+void MainWindow::detachRun() {
+  if (!remote_->attached()) return;
+  remote_->detach();
+  stateLabel_->setText(tr("ready"));
+  etaLabel_->setText(tr("ETA —"));
+  statusBar()->showMessage(tr("Detached; the remote run goes on by itself"), 8000);
+  updateActions();
+}
+
+void MainWindow::openAttachDialog() {
+  QDialog dlg(this);
+  dlg.setWindowTitle(tr("Attach to run"));
+  auto* form = new QFormLayout(&dlg);
+  QSettings settings;
+  auto* url = new QLineEdit(settings.value("attach/url", "http://127.0.0.1:8470").toString());
+  url->setObjectName("attachUrl");
+  QString token_default;
+#ifdef GRPO_UI_WITH_CLUSTER
+  token_default = QString::fromStdString(cluster::default_token_path());
+#endif
+  auto* token = new QLineEdit(settings.value("attach/tokenFile", token_default).toString());
+  token->setObjectName("attachTokenFile");
+  auto* err = new QLabel;
+  err->setObjectName("attachError");
+  err->setStyleSheet("color: #c62828;");
+  err->setWordWrap(true);
+  form->addRow(tr("Endpoint URL"), url);
+  form->addRow(tr("Cluster token file"), token);
+  form->addRow(err);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+  form->addRow(buttons);
+  connect(buttons, &QDialogButtonBox::rejected, &dlg, &QDialog::reject);
+  connect(buttons, &QDialogButtonBox::accepted, &dlg, [&] {
+    QString e;
+    if (!attachRun(url->text(), token->text(), &e)) {
+      err->setText(e);  // in place; the dialog stays open
+      return;
+    }
+    settings.setValue("attach/url", url->text());
+    settings.setValue("attach/tokenFile", token->text());
+    dlg.accept();
+  });
+  dlg.exec();
+}
+
 QString MainWindow::statusSummary() const {
   return stepLabel_->text() + " · " + versionLabel_->text() + " · " + etaLabel_->text();
 }
 
 void MainWindow::openRetune() {
+  if (remote_->attached()) {
+    // The remote answers asynchronously: the dialog closes on sending, the verdict goes to the status bar.
+    RetuneDialog dlg(liveConfig_, [this](const nlohmann::json& c) {
+      for (const auto& [k, v] : c.items()) liveConfig_[k] = v;
+      remote_->retune(c);
+      return QString();
+    }, this);
+    dlg.exec();
+    return;
+  }
   if (!controller_->active()) return;
   RetuneDialog dlg(liveConfig_, [this](const nlohmann::json& c) { return controller_->retune(c); }, this);
   dlg.exec();
@@ -304,6 +439,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("window/state", saveState());
   settings.setValue("window/page", tabs_->currentIndex());
+  remote_->detach();  // a remote run goes on by itself
   controller_->stop();  // the controller's destructor waits for the final checkpoint
   QMainWindow::closeEvent(e);
 }

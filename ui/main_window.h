@@ -7,6 +7,7 @@
 #include <QMainWindow>
 
 #include "ui/engine_controller.h"
+#include "ui/remote_run_client.h"
 
 class QAction;
 class QLabel;
@@ -33,6 +34,14 @@ public:
   bool startRun();
   // Shows a past run's charts, samples and adapters; false with the reason in the status bar.
   bool openRun(const QString& runDir);
+  // Attaches the dashboard and the toolbar to a headless `grpo train --serve` (its URL and the
+  // cluster token file); false with *error (also shown in the status bar) when it cannot start.
+  bool attachRun(const QString& url, const QString& tokenFile, QString* error = nullptr);
+  void detachRun();
+  void openAttachDialog();
+  RemoteRunClient* remote() const { return remote_; }
+  QAction* attachAction() const { return attach_; }
+  QAction* detachAction() const { return detach_; }
   void showPage(QWidget* page);
   QString statusSummary() const;  // "step 12/300 · policy-v1 · ETA 1m02s"
 
@@ -69,6 +78,8 @@ private:
   void saveMetricsCsv();
 
   EngineController* controller_;
+  RemoteRunClient* remote_;
+  QAction *attach_, *detach_;
   QTabWidget* tabs_;
   SetupPage* setup_;
   DashboardPage* dashboard_;

@@ -28,6 +28,11 @@ RunsPage::RunsPage(QWidget* parent) : QWidget(parent) {
   bar->addWidget(open);
   bar->addWidget(show);
   bar->addWidget(remove);
+  auto* attach = new QPushButton(tr("Attach to run..."));
+  attach->setObjectName("attachButton");
+  attach->setToolTip(tr("Follow and control a headless `grpo train --serve HOST:PORT`"));
+  bar->addWidget(attach);
+  connect(attach, &QPushButton::clicked, this, &RunsPage::attachRequested);
   bar->addStretch(1);
   lay->addLayout(bar);
   status_ = new QLabel;

@@ -29,6 +29,7 @@ public:
 
 Q_SIGNALS:
   void openRequested(const QString& runDir);  // show it on the dashboard
+  void attachRequested();                      // "Attach to run..." (a headless grpo train)
   void overlaysChanged();
 
 private:
