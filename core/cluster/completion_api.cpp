@@ -80,7 +80,7 @@ CompletionJob parse_completion_request(const std::string& body, const ModelLimit
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
     throw HttpError(400, std::string("request body is not valid JSON: ") + e.what(), "BadRequestError");
   }
   if (!j.is_object()) throw HttpError(400, "request body must be a JSON object", "BadRequestError");

@@ -314,7 +314,7 @@ json parse_config_text(const std::string& text, const std::string& source) {
   }
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
     throw Error(source, std::string("invalid JSON: ") + e.what());
   }
 }

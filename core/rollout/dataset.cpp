@@ -109,7 +109,7 @@ std::vector<Example> parse_jsonl(const std::string& text, const std::string& nam
     json row;
     try {
       row = json::parse(line);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
       throw Error(where, std::string("invalid JSON: ") + e.what(), "JSON lines: one complete JSON object per line");
     }
     out.push_back(example_from_row(row, static_cast<int64_t>(out.size()), where, /*from_csv=*/false));

@@ -478,7 +478,7 @@ InitModelResult init_model(const std::string& config_json, const std::string& to
   json j;
   try {
     j = json::parse(read_file(config_json));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
     throw Error(config_json, std::string("invalid JSON: ") + e.what());
   }
   io::ModelConfig mc = io::ModelConfig::from_json(j, config_json);

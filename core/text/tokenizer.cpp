@@ -59,7 +59,7 @@ std::optional<std::string> config_chat_template(const json& config) {
 json parse_json(std::string_view text, const std::string& name) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
     throw Error(name, std::string("not valid JSON: ") + e.what());
   }
 }
