@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cluster/cluster_token.h"
+#include "tests/common/child_process.h"
 
 namespace {
 
@@ -57,16 +58,7 @@ Http request(int port, const QByteArray& method, const QByteArray& path, const Q
   return r;
 }
 
-// Kills the trainer if the test leaves early (a failed check).
-struct Child {
-  QProcess p;
-  ~Child() {
-    if (p.state() != QProcess::NotRunning) {
-      p.kill();
-      p.waitForFinished(10000);
-    }
-  }
-};
+using Child = grpo::testing::ChildProcess;  // killed if the test leaves early
 
 }  // namespace
 

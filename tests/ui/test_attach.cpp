@@ -18,6 +18,7 @@
 #include <QtTest>
 
 #include "core/cluster/cluster_token.h"
+#include "tests/common/child_process.h"
 #include "ui/dashboard_page.h"
 #include "ui/main_window.h"
 #include "ui/remote_run_client.h"
@@ -27,15 +28,7 @@ using grpo::run::EngineState;
 
 namespace {
 
-struct Child {
-  QProcess p;
-  ~Child() {
-    if (p.state() != QProcess::NotRunning) {
-      p.kill();
-      p.waitForFinished(10000);
-    }
-  }
-};
+using Child = grpo::testing::ChildProcess;  // killed if the test leaves early
 
 QByteArray slurp(const QString& path) {
   QFile f(path);
