@@ -35,6 +35,7 @@
 #include "core/model/weights.h"
 #include "core/text/tokenizer.h"
 #include "tests/cluster/worker_test_util.h"
+#include "tests/common/child_process.h"
 
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -130,15 +131,9 @@ private Q_SLOTS:
                               "--max-loras", "3", "--max-body-mb", "1", "--announce", announce,
                               "--announce-interval", "0.2"});
     QVERIFY2(worker_->waitForStarted(10000), "grpo worker did not start");
-    std::string out, url;
-    for (int i = 0; i < 600 && url.empty(); ++i) {  // at most ~60 s
-      if (!worker_->waitForReadyRead(100) && worker_->state() != QProcess::Running) break;
-      out += worker_->readAllStandardOutput().toStdString();
-      const size_t at = out.find("listening on ");
-      const size_t eol = at == std::string::npos ? at : out.find('\n', at);
-      if (eol != std::string::npos) url = out.substr(at + 13, eol - at - 13);
-    }
-    QVERIFY2(!url.empty(), qPrintable(QString::fromStdString(out) + worker_->readAllStandardError()));
+    QByteArray out;
+    const std::string url = grpo::testing::wait_for_announced_url(*worker_, "listening on ", 60, {}, &out).toStdString();
+    QVERIFY2(!url.empty(), (out + worker_->readAllStandardError()).constData());
     QVERIFY2(grpo::starts_with(url, "http://127.0.0.1:") && !grpo::ends_with(url, ":0"), url.c_str());
     url_ = url;
     client_ = std::make_unique<Client>(url, kToken);

@@ -24,6 +24,7 @@
 #include "core/cluster/worker_client.h"
 #include "core/run/engine.h"
 #include "engine_test_util.h"
+#include "tests/common/child_process.h"
 
 using namespace engine_test;
 
@@ -45,19 +46,9 @@ WorkerProcess start_worker(const std::string& bucket, const std::string& token_f
                         "--bucket", QString::fromStdString(bucket), "--threads", "1", "--name",
                         QString::fromStdString(name)});
   if (!w.p->waitForStarted(10000)) return w;
-  QByteArray out;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline && w.p->state() == QProcess::Running) {
-    w.p->waitForReadyRead(200);
-    out += w.p->readAllStandardOutput();
-    const int at = out.indexOf("listening on ");
-    const int end = out.indexOf('\n', at);
-    if (at >= 0 && end > at) {
-      w.url = out.mid(at + 13, end - at - 13).trimmed().toStdString();
-      w.port = QUrl(QString::fromStdString(w.url)).port();
-      break;
-    }
-  }
+  const QString url = grpo::testing::wait_for_announced_url(*w.p, "listening on ", 60);
+  w.url = url.toStdString();
+  w.port = QUrl(url).port();
   return w;
 }
 

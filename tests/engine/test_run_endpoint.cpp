@@ -59,6 +59,7 @@ Http request(int port, const QByteArray& method, const QByteArray& path, const Q
 }
 
 using Child = grpo::testing::ChildProcess;  // killed if the test leaves early
+using grpo::testing::slurp;
 
 }  // namespace
 
@@ -77,23 +78,13 @@ private Q_SLOTS:
     const QString out_file = tmp.path() + "/stdout.txt", err_file = tmp.path() + "/stderr.txt";
     child.p.setStandardOutputFile(out_file);
     child.p.setStandardErrorFile(err_file);
-    auto slurp = [](const QString& path) {
-      QFile f(path);
-      return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-    };
     // Enough steps that the run is still going when pause/resume are checked; stop ends it early.
     child.p.start(GRPO_CLI, {"train", "--demo", "--steps", "400", "--serve", "127.0.0.1:0",
                              "--cluster-token-file", QString::fromStdString(token_file), "--output", run_dir});
     QVERIFY(child.p.waitForStarted(10000));
     QByteArray out;
-    int port = 0;
-    for (auto deadline = Clock::now() + std::chrono::seconds(120); Clock::now() < deadline && port == 0;) {
-      if (child.p.state() != QProcess::Running) break;
-      child.p.waitForFinished(200);
-      out = slurp(out_file);
-      const int at = out.indexOf("serving run on http://"), end = out.indexOf('\n', at);
-      if (at >= 0 && end > at) port = QUrl(QString::fromUtf8(out.mid(at + 15, end - at - 15).trimmed())).port();
-    }
+    const int port =
+        QUrl(grpo::testing::wait_for_announced_url(child.p, "serving run on ", 120, out_file, &out)).port();
     QVERIFY2(port > 0, (out + slurp(err_file)).constData());
 
     // Bearer auth: none, or a wrong token -> 401.
@@ -199,14 +190,7 @@ private Q_SLOTS:
       worker.p.start(GRPO_CLI, {"worker", "--model", QString(GRPO_RESOURCES) + "/models/tiny-arith", "--listen",
                                 "127.0.0.1:0", "--token-file", QString::fromStdString(token_file), "--threads", "1"});
       QVERIFY(worker.p.waitForStarted(10000));
-      int wport = 0;
-      for (auto d = Clock::now() + std::chrono::seconds(120); Clock::now() < d && wport == 0;) {
-        if (worker.p.state() != QProcess::Running) break;
-        worker.p.waitForFinished(200);
-        const QByteArray o = slurp(wout);
-        const int at = o.indexOf("listening on http://"), end = o.indexOf('\n', at);
-        if (at >= 0 && end > at) wport = QUrl(QString::fromUtf8(o.mid(at + 13, end - at - 13).trimmed())).port();
-      }
+      const int wport = QUrl(grpo::testing::wait_for_announced_url(worker.p, "listening on ", 120, wout)).port();
       QVERIFY2(wport > 0, slurp(tmp.path() + "/worker-err.txt").constData());
       const json load = {{"lora_name", "policy"},
                          {"lora_path", "http://127.0.0.1:" + std::to_string(port) + "/grpo/bucket/policy-v" + std::to_string(version)}};

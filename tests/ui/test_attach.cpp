@@ -30,10 +30,7 @@ namespace {
 
 using Child = grpo::testing::ChildProcess;  // killed if the test leaves early
 
-QByteArray slurp(const QString& path) {
-  QFile f(path);
-  return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-}
+using grpo::testing::slurp;
 
 }  // namespace
 
@@ -56,15 +53,7 @@ private Q_SLOTS:
     child.p.start(GRPO_CLI, {"train", "--demo", "--steps", "400", "--serve", "127.0.0.1:0",
                              "--cluster-token-file", token_file, "--output", run_dir});
     QVERIFY(child.p.waitForStarted(10000));
-    QString url;
-    QElapsedTimer t;
-    t.start();
-    while (t.elapsed() < 120000 && url.isEmpty() && child.p.state() == QProcess::Running) {
-      child.p.waitForFinished(200);
-      const QByteArray out = slurp(out_file);
-      const int at = out.indexOf("serving run on http://"), end = out.indexOf('\n', at);
-      if (at >= 0 && end > at) url = QString::fromUtf8(out.mid(at + 15, end - at - 15).trimmed());
-    }
+    const QString url = grpo::testing::wait_for_announced_url(child.p, "serving run on ", 120, out_file);
     QVERIFY2(!url.isEmpty() && QUrl(url).port() > 0, (slurp(out_file) + slurp(err_file)).constData());
 
     MainWindow w;
