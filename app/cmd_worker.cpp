@@ -46,7 +46,7 @@ void add_worker_commands(CLI::App& app) {
   struct Args {
     std::string model, listen = "127.0.0.1:8000", token_file, bucket, name, served_name, announce;
     double announce_interval = 3.0;
-    int threads = 0, max_loras = 8;
+    int threads = 0, max_loras = 8, inject_delay_ms = 0;
     int64_t max_lora_rank = 64, max_batch = 256, max_body_mb = 32;
   };
   auto args = std::make_shared<Args>();
@@ -75,6 +75,10 @@ void add_worker_commands(CLI::App& app) {
   cmd->add_option("--announce-interval", args->announce_interval, "Seconds between beacons")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--inject-delay-ms", args->inject_delay_ms,
+                  "Fault injection (benchmarks, tests): hold each completion's answer back this many ms")
+      ->check(CLI::Range(0, 3600000))
+      ->group("Fault injection");
   cmd->callback([args] {
     cluster::WorkerOptions o;
     parse_listen(args->listen, o.host, o.port);
@@ -90,6 +94,7 @@ void add_worker_commands(CLI::App& app) {
     o.max_lora_rank = args->max_lora_rank;
     o.max_batch_sequences = args->max_batch;
     o.limits.max_body_bytes = static_cast<size_t>(args->max_body_mb) << 20;
+    o.inject_delay_ms = args->inject_delay_ms;
 
     // Qt's event loops (the server thread's) want an application object; this thread only waits.
     static int qt_argc = 1;

@@ -16,6 +16,8 @@ void add_train_commands(CLI::App& app);
 void add_sft_commands(CLI::App& app);
 // After add_bench_commands: adds `bench async` and `bench weight-sync`.
 void add_run_bench_commands(CLI::App& app);
+// After add_bench_commands: `bench cluster` and `bench soak` (cmd_bench_cluster.cpp).
+void add_cluster_bench_commands(CLI::App& app);
 // $GRPO_RESOURCES, the installed share dir, or the source tree's resources/.
 std::string resources_dir();
 #endif

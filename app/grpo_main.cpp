@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   grpo::cli::add_train_commands(app);
   grpo::cli::add_sft_commands(app);
   grpo::cli::add_run_bench_commands(app);
+  grpo::cli::add_cluster_bench_commands(app);
 #endif
 #ifdef GRPO_WITH_EXPORT
   grpo::cli::add_export_commands(app);

@@ -186,6 +186,7 @@ struct WorkerServer::Impl {
   std::unique_ptr<AdapterStore> adapters;
   std::unique_ptr<WorkerBatcher> batcher;
   std::unique_ptr<TaskThread> loader;
+  std::unique_ptr<TaskThread> delayer;  // inject_delay_ms > 0: holds completion answers back
   std::unique_ptr<HttpServer> http;
 
   void add_routes();
@@ -234,6 +235,7 @@ void WorkerServer::start() {
   bo.max_batch_sequences = d.options.max_batch_sequences;
   d.batcher = std::make_unique<WorkerBatcher>(d.base, d.tokenizer, bo);
   d.loader = std::make_unique<TaskThread>();
+  if (d.options.inject_delay_ms > 0) d.delayer = std::make_unique<TaskThread>();
   HttpServerOptions ho;
   ho.host = d.options.host;
   ho.port = d.options.port;
@@ -261,9 +263,11 @@ void WorkerServer::stop() {
   // server; only then free the objects its routes use.
   if (d.batcher) d.batcher->stop();
   if (d.loader) d.loader->stop();
+  if (d.delayer) d.delayer->stop();
   if (d.http) d.http->stop();
   d.batcher.reset();
   d.loader.reset();
+  d.delayer.reset();
   d.http.reset();
 }
 
@@ -349,7 +353,18 @@ void WorkerServer::Impl::completions(const HttpRequest& req, Reply reply) {
     adapter = adapters->find(job.model);
     if (!adapter) throw HttpError(404, "The model `" + job.model + "` does not exist.", "NotFoundError");
   }
-  batcher->submit(std::move(job), std::move(adapter), [reply](HttpResponse r) { reply.send(std::move(r)); });
+  if (!delayer) {
+    batcher->submit(std::move(job), std::move(adapter), [reply](HttpResponse r) { reply.send(std::move(r)); });
+    return;
+  }
+  // Answers are ready in order, so their due times are too: one thread sleeps until each is due.
+  batcher->submit(std::move(job), std::move(adapter), [reply, d = delayer.get(), ms = options.inject_delay_ms](HttpResponse r) {
+    const auto due = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    d->post([reply, r = std::move(r), due]() mutable {
+      std::this_thread::sleep_until(due);
+      reply.send(std::move(r));
+    });
+  });
 }
 
 void WorkerServer::Impl::add_routes() {

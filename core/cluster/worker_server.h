@@ -40,6 +40,9 @@ struct WorkerOptions {
   HttpLimits limits;
   int request_timeout_ms = 30000;
   int max_connections = 256;
+  // Fault-injection seam (grpo worker --inject-delay-ms; `grpo bench cluster`'s straggler): each
+  // completion's answer is held back this long after it is ready. 0 = off.
+  int inject_delay_ms = 0;
 };
 
 class WorkerServer {
