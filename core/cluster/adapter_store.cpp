@@ -35,13 +35,20 @@ std::string not_found(const std::string& name, const std::string& path) {
   return "Loading lora " + name + " failed: No adapter found for " + path;
 }
 
+// fs::exists's error for a path this process may not look at (a bucket mount without read
+// permission, as opposed to a missing path) becomes an error naming the path.
+void throw_if_unreadable(const fs::path& p, const std::error_code& ec) {
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw HttpError(400, "cannot read " + p.string() + ": " + ec.message() + " (is the bucket readable by this worker?)");
+}
+
 }  // namespace
 
 bool is_url(const std::string& path) { return starts_with(path, "http://") || starts_with(path, "https://"); }
 
 std::string sha256_file(const std::string& path) {
   QFile f(QString::fromStdString(path));
-  if (!f.open(QIODevice::ReadOnly)) throw Error(path, "cannot open for hashing");
+  if (!f.open(QIODevice::ReadOnly)) throw Error(path, "cannot read it to hash it: " + f.errorString().toStdString());
   QCryptographicHash h(QCryptographicHash::Sha256);
   if (!h.addData(&f)) throw Error(path, "read failed while hashing");
   return h.result().toHex().toStdString();
@@ -74,8 +81,10 @@ std::string AdapterStore::resolve(const std::string& lora_name, const std::strin
   p = p.lexically_normal();
   std::error_code ec;
   if (!fs::exists(p, ec)) {
-    if (is_within(p, root) || is_within(p, fs::path(options_.bucket_root).lexically_normal()))
+    if (is_within(p, root) || is_within(p, fs::path(options_.bucket_root).lexically_normal())) {
+      throw_if_unreadable(p, ec);  // (only inside the bucket: nothing is said about paths outside it)
       throw HttpError(404, not_found(lora_name, lora_path), "NotFoundError");
+    }
     throw HttpError(400, "lora_path " + lora_path + " is outside this worker's bucket " + root_real_);
   }
   const fs::path real = fs::canonical(p, ec);
@@ -95,6 +104,7 @@ std::shared_ptr<LoadedAdapter> AdapterStore::build(const std::string& lora_name,
     const fs::path p = fs::path(dir) / file;
     std::error_code ec;
     if (!fs::exists(p, ec)) {
+      throw_if_unreadable(p, ec);
       if (required) throw HttpError(404, not_found(lora_name, dir), "NotFoundError");
       return {};
     }

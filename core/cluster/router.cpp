@@ -8,7 +8,9 @@
 #include <QTimer>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
+#include <utility>
 
 #include "core/common/error.h"
 #include "core/common/log.h"
@@ -20,6 +22,13 @@ namespace {
 double now_s() { return std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count(); }
 
 bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+// A load refused because this worker cannot see or read the bucket (its --bucket is elsewhere or
+// missing, or the files are not readable to it), not because the adapter is bad.
+bool is_bucket_fault(const std::string& why) {
+  return contains(why, "outside this worker's bucket") || contains(why, "without --bucket") ||
+         contains(why, "cannot read");
+}
 
 }  // namespace
 
@@ -43,6 +52,9 @@ struct Router::Worker {
   double next_probe = 0, backoff = 0;
   std::string last_error;
   std::map<std::string, std::string> loaded;  // adapter name -> path it was loaded from
+  int strikes = 0;            // times quarantined
+  bool quarantined = false;   // out for garbage or wrong weights (its _cleared event on rejoin)
+  bool bucket_fault = false;  // could not read the bucket (its _cleared event on rejoin)
 };
 
 // One complete() call: its requests and their state.
@@ -132,8 +144,34 @@ void Router::take_out(Worker& w, const std::string& reason) {
   prefix_.forget_worker(w.id);
   if (was_up) {
     log_warn("worker " + w.url + " taken out: " + reason);
-    emit_event({{"event", "worker_left"}, {"url", w.url}, {"reason", reason}});
+    emit_event({{"event", "worker_left"}, {"url", w.url}, {"reason", reason}, {"severity", "warning"},
+                {"message", "worker " + w.url + " taken out: " + reason},
+                {"advice", "its requests went to the other workers; it is probed again and rejoins by itself once "
+                           "it answers (check that it still runs and is reachable)"}});
   }
+}
+
+void Router::quarantine(Worker& w, const std::string& reason) {
+  take_out(w, reason);
+  const double hold = std::min(600.0, opts_.quarantine_s * double(int64_t(1) << std::min(w.strikes, 10)));
+  ++w.strikes;
+  w.quarantined = true;
+  w.next_probe = now_s() + hold;
+  emit_event({{"event", "worker_quarantined"}, {"url", w.url}, {"reason", reason}, {"severity", "error"},
+              {"message", "worker " + w.url + " quarantined for " + std::to_string(int64_t(hold)) + " s: " + reason},
+              {"advice", "its answers were discarded and sent elsewhere; check that the worker runs the same "
+                         "base model and grpo/vLLM version as the trainer and reads the same bucket, or remove it"}});
+}
+
+void Router::bucket_unreadable(Worker& w, const std::string& why) {
+  w.last_error = why;
+  if (w.bucket_fault) return;
+  w.bucket_fault = true;
+  log_warn("worker " + w.url + " cannot read the bucket: " + why);
+  emit_event({{"event", "bucket_unreadable"}, {"url", w.url}, {"severity", "warning"},
+              {"message", "worker " + w.url + " cannot read the adapter from the bucket: " + why},
+              {"advice", "give that worker the trainer's bucket at the same path (--bucket) and make it readable "
+                         "there; meanwhile the other workers carry the run"}});
 }
 
 // ---------------------------------------------------------------- joining
@@ -208,6 +246,7 @@ void Router::probe_done(int id, uint64_t epoch, bool ok, const std::string& why)
   w->probing = false;
   if (w->epoch != epoch || w->removed) return;
   if (!ok) {
+    if (is_bucket_fault(why)) bucket_unreadable(*w, why);
     w->last_error = why;
     w->backoff = std::min(opts_.probe_max_s, std::max(opts_.probe_min_s, w->backoff * 2));
     w->next_probe = now_s() + w->backoff;
@@ -232,6 +271,10 @@ void Router::probe_done(int id, uint64_t epoch, bool ok, const std::string& why)
   w->backoff = 0;
   log_info("worker " + w->url + " joined");
   emit_event({{"event", "worker_joined"}, {"url", w->url}, {"adapters", w->loaded.size()}});
+  for (auto [flag, kind] : {std::pair{&w->quarantined, "worker_quarantined_cleared"},
+                            std::pair{&w->bucket_fault, "bucket_unreadable_cleared"}})
+    if (std::exchange(*flag, false))
+      emit_event({{"event", kind}, {"url", w->url}, {"message", "worker " + w->url + " rejoined and loaded the live adapter"}});
 }
 
 void Router::unload_then_reprobe(int id, uint64_t epoch, std::vector<std::string> names) {
@@ -393,6 +436,7 @@ void Router::on_answer(const std::shared_ptr<Batch>& b, size_t job, int worker_i
   std::string reject;  // the request itself was refused: give it up
   CompletionResponse resp;
   bool wrong_weights = false;  // answered for another adapter or with other weights
+  const bool misbehaved = r.ok();  // a fault in a 200 answer: garbage, wrong shapes or weights
   if (r.ok()) {
     try {
       resp = parse_completion_response(r.body, w->url);
@@ -406,6 +450,14 @@ void Router::on_answer(const std::shared_ptr<Batch>& b, size_t job, int worker_i
       wrong_weights = !fault.empty();
       if (fault.empty() && static_cast<int64_t>(resp.choices.size()) != j.req.n)
         fault = "answered " + std::to_string(resp.choices.size()) + " choices for n=" + std::to_string(j.req.n);
+      for (const auto& ch : resp.choices) {  // ids the model has, log-probabilities that are ones
+        for (size_t t = 0; t < ch.token_ids.size() && fault.empty(); ++t)
+          if (ch.token_ids[t] < 0 || (opts_.vocab_size > 0 && ch.token_ids[t] >= opts_.vocab_size))
+            fault = "answered token id " + std::to_string(ch.token_ids[t]) + ", outside the vocabulary [0, " +
+                    std::to_string(opts_.vocab_size) + ")";
+          else if (std::isnan(ch.logprobs[t]) || ch.logprobs[t] > 1e-3)
+            fault = "answered log-probability " + std::to_string(ch.logprobs[t]) + " (must be <= 0)";
+      }
     } catch (const Error& e) {
       fault = e.what();
     }
@@ -430,7 +482,8 @@ void Router::on_answer(const std::shared_ptr<Batch>& b, size_t job, int worker_i
     // before it was taken out and came back).
     if (w->state == Worker::Up && w->epoch == j.epoch) {
       w->distrusted = w->distrusted || wrong_weights;
-      take_out(*w, fault);
+      if (misbehaved) quarantine(*w, fault);
+      else take_out(*w, fault);
       // A hung worker's other requests in flight would each wait for their own timeout: abort
       // them (from the event loop, not from here) so they go elsewhere now. After a refused or
       // reset connection they fail on their own, and aborting those confuses QNetworkReply.
@@ -496,6 +549,17 @@ void Router::load_adapter(const std::string& name, const std::string& path, cons
     else if (contains(r.why, ": HTTP ") || contains(r.why, "No adapter found")) failed.push_back(r);
     else take_out(*w, r.why);  // unreachable or timed out: a dead worker, not a bad adapter
   }
+  // Workers that cannot read the bucket while others loaded the adapter: the adapter is fine,
+  // those workers are not. Take them out (they retry on their probes) instead of failing the load.
+  if (!failed.empty() && !accepted.empty() &&
+      std::all_of(failed.begin(), failed.end(), [](const Result& r) { return is_bucket_fault(r.why); })) {
+    for (auto& r : failed) {
+      Worker* w = find(r.id);
+      bucket_unreadable(*w, r.why);
+      take_out(*w, r.why);
+    }
+    failed.clear();
+  }
   if (!failed.empty()) {
     live_.erase(name);
     // All or nothing: a policy name only some workers can serve would route rollouts to the wrong
@@ -506,7 +570,10 @@ void Router::load_adapter(const std::string& name, const std::string& path, cons
       w->client->post_sync("/v1/unload_lora_adapter", {{"lora_name", name}}, opts_.health_timeout_s);
     }
     const Worker* w = find(failed.front().id);
-    emit_event({{"event", "adapter_load_failed"}, {"adapter", name}, {"url", w->url}, {"message", failed.front().why}});
+    emit_event({{"event", "adapter_load_failed"}, {"adapter", name}, {"url", w->url}, {"severity", "error"},
+                {"message", w->url + ": loading " + name + " failed: " + failed.front().why},
+                {"advice", "the workers keep the previous version; check the worker's log, its --bucket and "
+                           "--max-lora-rank"}});
     throw Error(w->url, std::to_string(failed.size()) + "/" + std::to_string(targets.size()) +
                             " workers failed to load " + name + "; rolled back on the others. First: " +
                             failed.front().why,

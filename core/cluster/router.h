@@ -7,7 +7,10 @@
 //   adapter is unloaded from the workers that accepted it and the call throws);
 // - a worker that is unreachable, times out (request_timeout_s), answers 5xx/404, or answers
 //   with the wrong adapter name or hash is taken out and its requests in flight are dispatched
-//   again elsewhere; a worker that is out is probed with backoff: /health, /v1/models, stale
+//   again elsewhere (garbage or wrong weights: quarantined, RouterOptions::quarantine_s); a
+//   worker that cannot read the bucket (the load names a path outside its --bucket, or one it
+//   may not read) while others loaded the adapter is taken out instead of failing the load;
+//   a worker that is out is probed with backoff: /health, /v1/models, stale
 //   adapter names unloaded, live adapter versions loaded, then used again.
 // Everything runs in the thread that first uses the Router (its QNetworkAccessManager lives
 // there); calls block in local event loops. Accounting (RouterAccounting) lets a test check that
@@ -42,6 +45,10 @@ struct RouterOptions {
   int64_t imbalance = 8;            // PROXY_IMBALANCE
   double probe_min_s = 0.25, probe_max_s = 5;  // backoff between probes of a worker that is out
   int max_attempts = 8;             // dispatches of one request before it is given up
+  // A worker that answers garbage or the wrong weights is quarantined: not probed again for this
+  // long, doubling with each repeat (at most 10 minutes).
+  double quarantine_s = 30;
+  int64_t vocab_size = 0;           // > 0: an answer with a token id outside [0, vocab_size) is garbage
 };
 
 // Every dispatch ends as exactly one of completed / redispatched / rejected / cancelled:
@@ -122,6 +129,8 @@ private:
   void unload_then_reprobe(int id, uint64_t epoch, std::vector<std::string> names);
   void load_on(int id, uint64_t epoch, std::vector<Adapter> todo, double deadline, std::function<void(bool, std::string)> done);
   void take_out(Worker& w, const std::string& reason);
+  void quarantine(Worker& w, const std::string& reason);      // take_out, then kept out a while
+  void bucket_unreadable(Worker& w, const std::string& why);  // its event, once per episode
   void dispatch(const std::shared_ptr<Batch>& b);
   void on_answer(const std::shared_ptr<Batch>& b, size_t job, int worker_id, const HttpResult& r);
   int broadcast(const std::string& path, const nlohmann::json& body);

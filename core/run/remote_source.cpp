@@ -15,6 +15,7 @@
 #include "core/common/files.h"
 #include "core/common/log.h"
 #include "core/common/strings.h"
+#include "core/io/hf_config.h"
 #include "core/run/run_dir.h"
 
 namespace grpo::run {
@@ -47,6 +48,8 @@ RemoteSourceOptions remote_options_from_config(const grpo::TrainConfig& cfg, con
   o.discovery = cfg.discovery;
   o.discovery_address = cfg.discovery_address;
   o.worker_timeout_s = cfg.worker_timeout_s;
+  const std::string model_config = path_join(cfg.model_name_or_path, "config.json");
+  if (file_exists(model_config)) o.vocab_size = io::ModelConfig::load(model_config).vocab_size;
   o.keep_versions = cfg.max_staleness + 1;  // + the one being swapped in = max_staleness + 2 (facts §1.5)
   o.run_dir = run_dir;
   if (o.discovery) cluster::parse_host_port(o.discovery_address, "discovery_address");  // fail early
@@ -83,6 +86,7 @@ void RemoteSource::start_in_this_thread() {
   cluster::RouterOptions ro;
   ro.token = opts_.token;
   ro.request_timeout_s = opts_.worker_timeout_s;
+  ro.vocab_size = opts_.vocab_size;
   router_ = std::make_unique<cluster::Router>(ro, [this](const nlohmann::json& e) {
     nlohmann::json ev = e;
     ev["source"] = name_;
@@ -126,7 +130,11 @@ void RemoteSource::take_up_new_version() {
   } catch (const Error& e) {
     // Keep sampling with the version we have; the trainer drops what gets too stale.
     log_warn(name_ + ": " + e.what());
-    if (opts_.on_event) opts_.on_event({{"event", "warning"}, {"source", name_}, {"message", e.what()}});
+    if (opts_.on_event)
+      opts_.on_event({{"event", "warning"}, {"source", name_}, {"severity", "warning"}, {"message", e.what()},
+                      {"advice", "the workers keep sampling with version " + std::to_string(loaded_version_.load()) +
+                                     " and the load is tried again with the next version; samples that grow too "
+                                     "stale are dropped"}});
     return;
   }
   loaded_[version] = dir;

@@ -38,6 +38,7 @@ struct RemoteSourceOptions {
   std::string discovery_address;        // group:port (cfg.discovery_address)
   double discovery_forget_s = 15;
   double worker_timeout_s = 60;         // per completion request
+  int64_t vocab_size = 0;               // the base model's (config.json); > 0: answers are checked
   double wait_for_workers_s = 30;       // how long generate() waits for a first worker
   int64_t keep_versions = 5;            // registered on workers: max_staleness + 1
   std::string run_dir;                  // events.jsonl gets the final accounting

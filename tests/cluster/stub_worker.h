@@ -2,7 +2,8 @@
 // HTTP/1.1 responder on 127.0.0.1 (QTcpServer, one request per connection) that answers the
 // routes the Router uses with facts §5 shapes, checks the bearer token, records what it was
 // asked, and can be told to misbehave: refuse adapter loads, say "No adapter found" a few times,
-// hang on completions, report the wrong adapter hash, or die (close everything) after N answers.
+// hang on completions, answer them with garbage, report the wrong adapter hash, or die (close
+// everything) after N answers.
 #pragma once
 
 #include <QHostAddress>
@@ -29,6 +30,7 @@ public:
   int no_adapter_found = 0;              // answer "No adapter found" this many times first
   bool hang_completions = false;         // never answer /v1/completions
   std::string report_sha;                // adapter_sha256 to report ("" = none)
+  std::string garbage;                   // answer /v1/completions with this body, HTTP 200 ("" = off)
   int die_after = -1;                    // close the server after this many completions
   // What it saw.
   std::map<std::string, std::string> loaded;  // name -> path
@@ -149,6 +151,10 @@ private:
       if (model != base_model && !loaded.count(model))
         return reply(s, 404, nlohmann::json{{"error", {{"message", "The model `" + model + "` does not exist."}}}}.dump());
       if (hang_completions) return;  // the connection stays open, unanswered
+      if (!garbage.empty()) {
+        ++completions;
+        return reply(s, 200, garbage);
+      }
       if (die_after >= 0 && completions >= die_after) {  // dead: this request gets a reset, not an answer
         s->abort();
         QTimer::singleShot(0, &server_, [this] { kill(); });
