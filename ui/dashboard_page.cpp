@@ -4,8 +4,11 @@
 #include <QGridLayout>
 #include <QRegularExpression>
 #include <QLabel>
+#include <QListWidget>
+#include <QSplitter>
 #include <QScrollArea>
 #include <QTimer>
+#include <QStyle>
 #include <QVBoxLayout>
 
 #include "ui/run_history.h"
@@ -92,7 +95,16 @@ DashboardPage::DashboardPage(QWidget* parent) : QWidget(parent) {
   scroll->setWidget(grid_host);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
-  outer->addWidget(scroll, 1);
+  events_ = new QListWidget;
+  events_->setObjectName("eventsList");
+  events_->setToolTip(tr("The run's events (events.jsonl); faults carry advice on what to do"));
+  events_->setUniformItemSizes(true);
+  auto* split = new QSplitter(Qt::Vertical);
+  split->addWidget(scroll);
+  split->addWidget(events_);
+  split->setStretchFactor(0, 1);
+  split->setSizes({800, 110});
+  outer->addWidget(split, 1);
 
   timer_ = new QTimer(this);
   timer_->setInterval(40);
@@ -108,6 +120,7 @@ MetricChart* DashboardPage::chart(const QString& title) const {
 
 void DashboardPage::clear() {
   store_.clear();
+  events_->clear();
   setVerdict("", "");
   redrawNow(true);
 }
@@ -128,7 +141,9 @@ QString DashboardPage::verdictText() const { return verdict_->text(); }
 
 void DashboardPage::redrawNow(bool force) {
   if (!isVisible() && !force) return;  // a hidden dashboard costs nothing; shown, it catches up
-  for (auto* c : charts_) c->redraw(store_, force);
+  // Charts scrolled out of view wait (their revision check redraws them once they show).
+  for (auto* c : charts_)
+    if (force || !c->visibleRegion().isEmpty()) c->redraw(store_, force);
 }
 
 void DashboardPage::addReports(const QVector<::grpo::run::StepReport>& reports) {
@@ -138,7 +153,22 @@ void DashboardPage::addReports(const QVector<::grpo::run::StepReport>& reports) 
 }
 
 void DashboardPage::addEvents(const QVector<::grpo::run::EngineEvent>& events) {
-  for (const auto& e : events) add_event_marker(store_, e.data);
+  for (const auto& e : events) {
+    add_event_marker(store_, e.data);
+    const QString advice = event_advice(e.data);
+    const QString severity = QString::fromStdString(e.data.value("severity", std::string()));
+    auto* item = new QListWidgetItem(tr("step %1 · %2%3").arg(e.step).arg(describe_event(e.data),
+                                                                       advice.isEmpty() ? QString() : " — " + advice));
+    item->setData(Qt::UserRole, QString::fromStdString(e.kind));
+    item->setToolTip(QString::fromStdString(e.data.dump(1)));
+    if (!advice.isEmpty()) {
+      item->setForeground(severity == "warning" ? QColor(0xc0, 0x80, 0x00) : QColor(0xc6, 0x28, 0x28));
+      item->setIcon(style()->standardIcon(severity == "warning" ? QStyle::SP_MessageBoxWarning : QStyle::SP_MessageBoxCritical));
+    }
+    events_->addItem(item);
+  }
+  while (events_->count() > kMaxEvents) delete events_->takeItem(0);
+  if (!events.isEmpty()) events_->scrollToBottom();
 }
 
 bool DashboardPage::saveAllPng(const QString& dir, QStringList* written) {

@@ -1,7 +1,8 @@
 // DashboardPage: the live charts of a run (DESIGN.md, issue 6: reward with its std band and per
 // reward function, staleness, throughput, queue against its bound, waits, step time, KL, ratio
 // and clipping, completion length, learning rate, eval accuracy), with the bottleneck verdict
-// and its advice above them. Data goes into a bounded MetricStore; a 25 Hz timer redraws only
+// and its advice above them, and the run's events (faults with their advice highlighted) in a
+// bounded list below them. Data goes into a bounded MetricStore; a 25 Hz timer redraws only
 // when the store changed.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include "ui/metric_store.h"
 
 class QLabel;
+class QListWidget;
 class QTimer;
 
 namespace grpo::ui {
@@ -35,6 +37,8 @@ public:
   QString verdictText() const;
   void redrawNow(bool force = false);  // also what the timer calls
   bool saveAllPng(const QString& dir, QStringList* written = nullptr);
+  static constexpr int kMaxEvents = 500;  // rows kept in the events list (oldest go first)
+  QListWidget* eventsList() const { return events_; }
 
 public Q_SLOTS:
   void addReports(const QVector<::grpo::run::StepReport>& reports);
@@ -44,6 +48,7 @@ private:
   MetricStore store_;
   std::vector<MetricChart*> charts_;
   QLabel *title_, *verdict_, *advice_;
+  QListWidget* events_;
   QTimer* timer_;
 };
 

@@ -42,6 +42,14 @@ bool EngineController::start(const ::grpo::grpo::TrainConfig& cfg, const QString
     }
     schedule();
   };
+  cb.on_workers = [this](const std::vector<run::WorkerInfo>& ws) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      inbox_.workersChanged = true;
+      inbox_.workers = QVector<run::WorkerInfo>(ws.begin(), ws.end());  // only the newest counts
+    }
+    schedule();
+  };
   cb.on_state = [this](run::EngineState s) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -84,6 +92,10 @@ QString EngineController::retune(const nlohmann::json& changes) {
   return QString::fromStdString(session_.retune(changes));
 }
 
+QString EngineController::workerCommand(run::WorkerAction action, const QString& url) {
+  return QString::fromStdString(session_.worker_command(action, url.toStdString()));
+}
+
 // Any thread: asks the GUI thread for one drain, no sooner than kDrainIntervalMs after the last.
 void EngineController::schedule() {
   if (scheduled_.exchange(true)) return;
@@ -108,6 +120,7 @@ void EngineController::drain() {
     Q_EMIT stepsReady(reports);
   }
   if (!in.events.isEmpty()) Q_EMIT eventsReady(in.events);
+  if (in.workersChanged) Q_EMIT workersReady(in.workers);
   if (in.stateChanged && in.state != state_) {
     state_ = in.state;
     Q_EMIT stateChanged(state_);

@@ -35,6 +35,8 @@ public:
   void resume();
   void stop();
   QString retune(const nlohmann::json& changes);  // "" when accepted
+  // Sends an operator command for one worker down to the run's router; "" when queued.
+  QString workerCommand(run::WorkerAction action, const QString& url);
 
   bool active() const { return session_.active(); }
   run::EngineState state() const { return state_; }
@@ -49,6 +51,7 @@ Q_SIGNALS:
   void started(const QString& runDir);
   void stepsReady(const QVector<::grpo::run::StepReport>& reports);  // in step order
   void eventsReady(const QVector<::grpo::run::EngineEvent>& events);
+  void workersReady(const QVector<::grpo::run::WorkerInfo>& workers);  // the newest snapshot
   void stateChanged(::grpo::run::EngineState state);
   void finished(const QString& adapter, const QString& error);  // error "" on success
 
@@ -65,6 +68,8 @@ private:
   struct Inbox {
     std::deque<run::StepReport> reports;
     QVector<run::EngineEvent> events;
+    bool workersChanged = false;
+    QVector<run::WorkerInfo> workers;
     bool stateChanged = false;
     run::EngineState state = run::EngineState::Idle;
     bool done = false;

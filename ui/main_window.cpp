@@ -89,7 +89,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     updateActions();
   });
   connect(controller_, &EngineController::finished, this, &MainWindow::onFinished);
+  // The Workers page shows the live router's snapshots; its commands go down while the run lives.
+  connect(controller_, &EngineController::workersReady, workers_, &WorkersPage::setWorkers);
+  connect(controller_, &EngineController::started, this, [this] {
+    workers_->setCommandSink([this](run::WorkerAction a, const QString& url) { return controller_->workerCommand(a, url); });
+  });
   connect(remote_, &RemoteRunClient::stepsReady, this, &MainWindow::onSteps);
+  connect(remote_, &RemoteRunClient::eventsReady, this, &MainWindow::onEvents);
   connect(remote_, &RemoteRunClient::stateChanged, this, [this](run::EngineState s) {
     stateLabel_->setText(tr("%1 (remote)").arg(run::to_string(s)));
     if (s == run::EngineState::Finished || s == run::EngineState::Failed) {
@@ -265,13 +271,16 @@ void MainWindow::onEvents(const QVector<::grpo::run::EngineEvent>& events) {
   for (const auto& e : events) {
     if (e.kind == "retune" && e.data.contains("new") && e.data["new"].is_object())
       for (const auto& [k, v] : e.data["new"].items()) liveConfig_[k] = v;
-    if (e.kind == "pause" || e.kind == "resume" || e.kind == "retune" || e.kind == "error" || e.kind == "warning")
+    if (is_fault(e.data))  // the shared fault convention: what happened, and what to do about it
+      statusBar()->showMessage(describe_event(e.data) + " — " + event_advice(e.data), 20000);
+    else if (e.kind == "pause" || e.kind == "resume" || e.kind == "retune" || e.kind == "error" || e.kind == "warning")
       statusBar()->showMessage(describe_event(e.data), 8000);
   }
   updateActions();
 }
 
 void MainWindow::onFinished(const QString& adapter, const QString& error) {
+  workers_->setCommandSink({});
   updateActions();
   adapters_->refresh();
   if (!error.isEmpty()) {

@@ -8,6 +8,8 @@
 #include <QContextMenuEvent>
 #include <QFile>
 #include <QFileDialog>
+#include <QGuiApplication>
+#include <QStyleHints>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QMenu>
@@ -21,7 +23,9 @@ const QColor kPalette[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28), Q
                            QColor(0xff, 0x7f, 0x0e), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
                            QColor(0xe3, 0x77, 0xc2), QColor(0x17, 0xbe, 0xcf)};
 
-QColor markerColor(const QString& kind) {
+QColor markerColor(const QString& kind, const QString& severity) {
+  if (severity == "cleared") return QColor(0x20, 0x9f, 0x8f);
+  if (severity == "warning") return QColor(0xe0, 0xa0, 0x00);
   if (kind == "pause") return QColor(0xff, 0x8c, 0x00);
   if (kind == "resume") return QColor(0x2e, 0x8b, 0x57);
   if (kind == "retune") return QColor(0x8a, 0x2b, 0xe2);
@@ -34,6 +38,15 @@ double nice_step(double range, int ticks) {
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   const double f = raw / mag;
   return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+}
+
+// Sets an axis only where something changed: each setter relayouts the chart and remaps every
+// series, the largest share of a redraw's cost.
+void setAxis(QValueAxis* a, double lo, double hi, double step) {
+  if (a->tickType() != QValueAxis::TicksDynamic) a->setTickType(QValueAxis::TicksDynamic);
+  if (a->tickAnchor() != 0) a->setTickAnchor(0);
+  if (a->tickInterval() != step) a->setTickInterval(step);
+  if (a->min() != lo || a->max() != hi) a->setRange(lo, hi);
 }
 
 void hideFromLegend(QChart* chart, QAbstractSeries* s) {
@@ -68,6 +81,11 @@ MetricChart::MetricChart(QString title, std::vector<LineSpec> lines, QWidget* pa
   setChart(c);
   setRenderHint(QPainter::Antialiasing, true);
   setMinimumSize(260, 190);
+  applyPalette();
+#if QT_VERSION >= QT_VERSION_CHECK(6, 5, 0)
+  // The platform's palette follows the scheme too (a PaletteChange); this covers styles that lag.
+  connect(QGuiApplication::styleHints(), &QStyleHints::colorSchemeChanged, this, [this] { applyPalette(); });
+#endif
   // Fixed (non-pattern) lines exist from the start, so the legend is complete before data arrives.
   int i = 0;
   for (const auto& s : specs_) {
@@ -152,6 +170,10 @@ void MetricChart::redraw(const MetricStore& store, bool force) {
   double x1 = std::max(1.0, store.max_step());
   for (const auto& o : overlays_) x1 = std::max(x1, o.store->max_step());
   const double x0 = 0;
+  // The x axis ends on a fifth of its tick step past the data, so a new step moves it rarely.
+  const double xs = std::max(1.0, nice_step(x1 - x0, 5));
+  const double grain = std::max(1.0, xs / 5);
+  x1 = std::ceil(x1 / grain) * grain;
   const qreal width = chart()->plotArea().width();
   const int buckets = std::clamp(static_cast<int>(width > 10 ? width / 2 : 300), 50, 1200);
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
@@ -178,8 +200,9 @@ void MetricChart::redraw(const MetricStore& store, bool force) {
       QVector<QPointF> pts = store.downsample(key, x0, x1, buckets);
       extend(pts);
       // Sparse series (eval every N steps, a single point) show their points; dense ones a line.
-      l.series->setPointsVisible(pts.size() < 2 || (pts.back().x() - pts.front().x()) / (pts.size() - 1) >= 4);
-      l.series->replace(pts);
+      const bool sparse = pts.size() < 2 || (pts.back().x() - pts.front().x()) / (pts.size() - 1) >= 4;
+      if (l.series->pointsVisible() != sparse) l.series->setPointsVisible(sparse);
+      if (l.series->points() != pts) l.series->replace(pts);  // unchanged: no remap, no repaint
       if (l.band) {
         QVector<QPointF> up, down;
         store.band(key, spec.band_std, x0, x1, buckets, up, down);
@@ -217,18 +240,11 @@ void MetricChart::redraw(const MetricStore& store, bool force) {
     hi += pad;
   }
   // Ticks anchored at 0 on round steps (whole steps on x), so labels read 0.2, not 5.55e-17.
-  const double xs = std::max(1.0, nice_step(x1 - x0, 5));
-  axisX_->setTickType(QValueAxis::TicksDynamic);
-  axisX_->setTickAnchor(0);
-  axisX_->setTickInterval(xs);
-  axisX_->setRange(x0, x1);
+  setAxis(axisX_, x0, x1, xs);
   const double ys = nice_step(hi - lo, 4);
   lo = std::floor(lo / ys) * ys;
   hi = std::ceil(hi / ys) * ys;
-  axisY_->setTickType(QValueAxis::TicksDynamic);
-  axisY_->setTickAnchor(0);
-  axisY_->setTickInterval(ys);
-  axisY_->setRange(lo, hi);
+  setAxis(axisY_, lo, hi, ys);
 
   // Control events as dashed vertical lines across the whole plot.
   const MarkerKey key{&store, store.marker_revision(), x0, x1, lo, hi};
@@ -250,12 +266,36 @@ void MetricChart::redraw(const MetricStore& store, bool force) {
       markers_.push_back(s);
     }
     QLineSeries* s = markers_[used++];
-    s->setPen(QPen(markerColor(m.kind), 1.2, Qt::DashLine));
+    s->setPen(QPen(markerColor(m.kind, m.severity), 1.2, Qt::DashLine));
     s->setProperty("marker_text", m.kind + " @ step " + QString::number(m.step) + (m.text.isEmpty() ? "" : ": " + m.text));
     s->replace(QVector<QPointF>{QPointF(m.step, lo), QPointF(m.step, hi)});
     s->setVisible(true);
   }
   for (size_t i = used; i < markers_.size(); ++i) markers_[i]->setVisible(false);
+}
+
+void MetricChart::applyPalette() {
+  const QPalette p = palette();
+  const QColor bg = p.color(QPalette::Base), fg = p.color(QPalette::WindowText);
+  QColor grid = p.color(QPalette::Mid);
+  grid.setAlpha(110);
+  chart()->setBackgroundBrush(bg);
+  chart()->setPlotAreaBackgroundVisible(false);
+  chart()->setTitleBrush(fg);
+  chart()->legend()->setLabelColor(fg);
+  for (QValueAxis* a : {axisX_, axisY_}) {
+    a->setLabelsColor(fg);
+    a->setTitleBrush(fg);
+    a->setLinePenColor(p.color(QPalette::Mid));
+    a->setGridLineColor(grid);
+    a->setMinorGridLineColor(grid);
+  }
+  setBackgroundBrush(bg);
+}
+
+void MetricChart::changeEvent(QEvent* event) {
+  if (event->type() == QEvent::PaletteChange || event->type() == QEvent::ApplicationPaletteChange) applyPalette();
+  QChartView::changeEvent(event);
 }
 
 std::vector<std::string> MetricChart::drawnKeys() const {

@@ -51,8 +51,13 @@ public:
   bool savePng(const QString& path);
   bool saveCsv(const QString& path) const;
 
+  // Re-themes background, title, legend and axes from the widget's palette (called on every
+  // palette change: the system's light/dark switch reaches the charts live).
+  void applyPalette();
+
 protected:
   void contextMenuEvent(QContextMenuEvent* event) override;
+  void changeEvent(QEvent* event) override;
 
 private:
   struct Line {

@@ -17,8 +17,9 @@ namespace grpo::ui {
 
 struct Marker {
   double step = 0;
-  QString kind;   // pause, resume, retune, stop, error, ...
+  QString kind;   // pause, resume, retune, stop, error, a fault's kind, <fault>_cleared, ...
   QString text;   // a one-line description (a retune's old -> new values)
+  QString severity = {};  // a fault's "warning" | "error"; "cleared" for its end; "" for control events
 };
 
 class MetricStore {

@@ -55,6 +55,7 @@ bool RemoteRunClient::attach(const QUrl& base, const QByteArray& token, QString*
   ++generation_;
   state_ = run::EngineState::Idle;
   step_ = maxSteps_ = 0;
+  eventsSeen_ = 0;
   runDir_.clear();
   error_.clear();
   failures_ = 0;
@@ -127,11 +128,40 @@ void RemoteRunClient::onRun(QNetworkReply* r) {
   connect(m, &QNetworkReply::finished, this, [this, m, gen, st] {
     m->deleteLater();
     if (gen != generation_) return;
-    inFlight_ = false;
     onMetrics(m);
     // A poll that left before the stop was accepted may still say "running".
     if (attached_) setState(stopSent_ && st == run::EngineState::Running ? run::EngineState::Stopping : st);
+    if (!attached_) {
+      inFlight_ = false;
+      return;
+    }
+    QNetworkReply* e = send("GET", QString("/grpo/events?since=%1").arg(eventsSeen_));
+    connect(e, &QNetworkReply::finished, this, [this, e, gen] {
+      e->deleteLater();
+      if (gen != generation_) return;
+      inFlight_ = false;
+      onEvents(e);
+    });
   });
+}
+
+void RemoteRunClient::onEvents(QNetworkReply* r) {
+  const QByteArray body = r->readAll();
+  // An endpoint from before /grpo/events: the run is followed without its events.
+  if (r->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt() == 404) return;
+  if (r->error() != QNetworkReply::NoError) return fail(reply_error(r, body));
+  auto j = nlohmann::json::parse(body.toStdString(), nullptr, false);
+  if (!j.is_array()) return fail(tr("%1/grpo/events: expected a JSON array").arg(base_.toString()));
+  QVector<run::EngineEvent> events;
+  for (auto& rec : j) {
+    if (!rec.is_object()) rec = nlohmann::json::object();
+    const auto time = rec.contains("time") && rec["time"].is_number() ? rec["time"].get<double>() : 0.0;
+    const auto step = rec.contains("step") && rec["step"].is_number_integer() ? rec["step"].get<int64_t>() : int64_t{0};
+    const auto kind = rec.contains("event") && rec["event"].is_string() ? rec["event"].get<std::string>() : std::string();
+    events.push_back(run::EngineEvent{kind, time, step, rec});
+  }
+  eventsSeen_ += static_cast<int64_t>(j.size());
+  if (!events.isEmpty()) Q_EMIT eventsReady(events);
 }
 
 void RemoteRunClient::onMetrics(QNetworkReply* r) {

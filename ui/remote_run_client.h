@@ -1,8 +1,9 @@
 // RemoteRunClient: the desktop app attached to a headless `grpo train --serve HOST:PORT` over its
 // HTTP endpoint (core/run/run_endpoint.h documents the routes; this file speaks HTTP only, no
-// engine headers). Polls GET /grpo/run and GET /grpo/metrics?since=<last step> about once a
-// second on the GUI thread's event loop (asynchronous QNetworkAccessManager, never blocking),
-// turns metrics.jsonl records into StepReports like a local run's, and sends pause, resume, stop
+// engine headers). Polls GET /grpo/run, GET /grpo/metrics?since=<last step> and GET
+// /grpo/events?since=<events seen> about once a second on the GUI thread's event loop
+// (asynchronous QNetworkAccessManager, never blocking), turns metrics.jsonl records into
+// StepReports and events.jsonl lines into EngineEvents like a local run's, and sends pause, resume, stop
 // and retune as POSTs with the cluster token. Failures are reported through errorChanged (shown
 // in place); after kMaxFailures consecutive failed polls it stops polling.
 #pragma once
@@ -15,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/run/engine_session.h"
 #include "core/run/engine_types.h"
 
 class QNetworkAccessManager;
@@ -57,6 +59,7 @@ public:
 
 Q_SIGNALS:
   void stepsReady(const QVector<::grpo::run::StepReport>& reports);  // in step order
+  void eventsReady(const QVector<::grpo::run::EngineEvent>& events);  // in file order
   void stateChanged(::grpo::run::EngineState state);
   void errorChanged(const QString& error);  // "" when the endpoint answers again
   void retuneDone(const QString& error);    // "" when accepted
@@ -67,6 +70,7 @@ private:
   void poll();
   void onRun(QNetworkReply* r);
   void onMetrics(QNetworkReply* r);
+  void onEvents(QNetworkReply* r);
   void control(const char* route);
   void fail(const QString& message);
   void setError(const QString& e);
@@ -81,6 +85,7 @@ private:
   uint64_t generation_ = 0;  // replies from a previous attachment are ignored
   run::EngineState state_ = run::EngineState::Idle;
   int64_t step_ = 0, maxSteps_ = 0;
+  int64_t eventsSeen_ = 0;  // events.jsonl lines received (the next ?since=)
   QString runDir_, error_;
   int failures_ = 0;
   double t0_ = -1;  // wall time of the first record seen: elapsed_s counts from it

@@ -47,15 +47,26 @@ QString describe_event(const nlohmann::json& e) {
   return text;
 }
 
+QString event_advice(const nlohmann::json& e) {
+  return e.contains("advice") && e["advice"].is_string() ? QString::fromStdString(e["advice"].get<std::string>())
+                                                         : QString();
+}
+
+bool is_fault(const nlohmann::json& e) { return !event_advice(e).isEmpty(); }
+
 bool add_event_marker(MetricStore& store, const nlohmann::json& e) {
   const std::string kind = e.value("event", "");
-  if (kind != "pause" && kind != "resume" && kind != "retune" && kind != "stop" && kind != "error") return false;
+  const bool control = kind == "pause" || kind == "resume" || kind == "retune" || kind == "stop" || kind == "error";
+  const bool cleared = kind.size() > 8 && kind.compare(kind.size() - 8, 8, "_cleared") == 0;
+  if (!control && !is_fault(e) && !cleared) return false;
   Marker m;
   m.kind = QString::fromStdString(kind);
-  m.step = static_cast<double>(e.value("step", int64_t{0}));
+  m.severity = cleared ? QStringLiteral("cleared") : QString::fromStdString(e.value("severity", std::string()));
+  m.step = static_cast<double>(e.contains("step") && e["step"].is_number() ? e["step"].get<double>() : 0.0);
   QString d = describe_event(e);
   const int colon = d.indexOf(": ");
   m.text = colon >= 0 ? d.mid(colon + 2) : QString();
+  if (is_fault(e)) m.text += (m.text.isEmpty() ? "" : " — ") + event_advice(e);
   store.add_marker(std::move(m));
   return true;
 }

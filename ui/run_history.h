@@ -16,9 +16,13 @@ namespace grpo::ui {
 
 // Adds one step's metrics (plus derived ones) to `store`.
 void add_step(MetricStore& store, const run::StepReport& report);
-// Adds a chart marker for control events (pause, resume, retune, stop, error); others are ignored.
-// Returns whether a marker was added.
+// Adds a chart marker for control events (pause, resume, retune, stop, error), faults (events
+// carrying "advice": the shared fault convention) and their "<kind>_cleared" ends; others are
+// ignored. Returns whether a marker was added.
 bool add_event_marker(MetricStore& store, const nlohmann::json& event);
+// A fault's "advice" (one sentence: what the user can do), or "" when the event carries none.
+QString event_advice(const nlohmann::json& event);
+bool is_fault(const nlohmann::json& event);  // carries "advice"
 // A one-line description of an event for logs and tooltips ("retune: learning_rate 0.001 -> 0.002").
 QString describe_event(const nlohmann::json& event);
 

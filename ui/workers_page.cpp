@@ -96,18 +96,22 @@ WorkersPage::WorkersPage(QWidget* parent) : QWidget(parent) {
   url_->setPlaceholderText(tr("http://host:port of a `grpo worker` or a vLLM server"));
   auto* add = new QPushButton(tr("Add worker"));
   remove_ = new QPushButton(tr("Remove"));
+  remove_->setObjectName("removeWorker");
   drain_ = new QPushButton(tr("Drain"));
+  drain_->setObjectName("drainWorker");
+  drain_->setToolTip(tr("Send it no new requests; those in flight finish (then it is safe to stop)"));
   pause_ = new QPushButton(tr("Pause"));
-  const QString needs_router = tr("Needs a live run with remote workers (the cluster router)");
-  drain_->setEnabled(false);
-  drain_->setToolTip(needs_router);
-  pause_->setEnabled(false);
-  pause_->setToolTip(needs_router);
+  pause_->setObjectName("pauseWorker");
+  pause_->setToolTip(tr("Send it no new requests and pause it (POST /pause?mode=wait) until Resume"));
+  resume_ = new QPushButton(tr("Resume"));
+  resume_->setObjectName("resumeWorker");
+  resume_->setToolTip(tr("Undo Drain or Pause: back in rotation"));
   bar->addWidget(url_, 1);
   bar->addWidget(add);
   bar->addWidget(remove_);
   bar->addWidget(drain_);
   bar->addWidget(pause_);
+  bar->addWidget(resume_);
   lay->addLayout(bar);
   auto* disc = new QHBoxLayout;
   listen_ = new QCheckBox(tr("Listen for worker beacons on"));
@@ -159,12 +163,84 @@ WorkersPage::WorkersPage(QWidget* parent) : QWidget(parent) {
     if (err.isEmpty()) url_->clear();
   });
   connect(url_, &QLineEdit::returnPressed, add, &QPushButton::click);
-  connect(remove_, &QPushButton::clicked, this, [this] {
-    const auto sel = view_->selectionModel()->selectedRows();
-    if (sel.isEmpty()) return;
-    model_->remove(model_->rows()[static_cast<size_t>(sel.front().row())].url);
+  const std::pair<QPushButton*, run::WorkerAction> actions[] = {
+      {remove_, run::WorkerAction::Remove}, {drain_, run::WorkerAction::Drain},
+      {pause_, run::WorkerAction::Pause}, {resume_, run::WorkerAction::Resume}};
+  for (const auto& [button, action] : actions)
+    connect(button, &QPushButton::clicked, this, [this, action = action] {
+      const QString url = selectedUrl();
+      if (!url.isEmpty()) status_->setText(command(action, url));
+    });
+  connect(view_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &WorkersPage::updateButtons);
+  updateButtons();
+}
+
+QString WorkersPage::selectedUrl() const {
+  const auto sel = view_->selectionModel()->selectedRows();
+  return sel.isEmpty() ? QString() : model_->rows()[static_cast<size_t>(sel.front().row())].url;
+}
+
+void WorkersPage::updateButtons() {
+  const bool selected = !selectedUrl().isEmpty();
+  remove_->setEnabled(selected);
+  const QString needs_router = tr("Needs a live run with remote workers (the cluster router)");
+  for (auto* b : {drain_, pause_, resume_}) {
+    b->setEnabled(selected && sink_ != nullptr);
+    if (!sink_) b->setStatusTip(needs_router);
+  }
+}
+
+void WorkersPage::setCommandSink(CommandSink sink) {
+  sink_ = std::move(sink);
+  removed_.clear();
+  updateButtons();
+}
+
+QString WorkersPage::command(run::WorkerAction action, const QString& url) {
+  using run::WorkerAction;
+  if (action == WorkerAction::Remove) {
+    model_->remove(url);
     Q_EMIT workersChanged();
-  });
+    if (!sink_) return {};
+    removed_ << url;
+    const QString err = sink_(action, url);
+    return err.isEmpty() ? QString() : tr("%1 leaves the list; the live run said: %2").arg(url, err);
+  }
+  if (action == WorkerAction::Add) {
+    removed_.removeAll(url);
+    if (!sink_) return {};
+    const QString err = sink_(action, url);
+    return err.isEmpty() ? QString() : tr("%1 is used by the next run (the live run said: %2)").arg(url, err);
+  }
+  if (!sink_) return tr("Drain, pause and resume act on a live run with remote workers");
+  const int i = model_->find(url);
+  if (i < 0) return tr("%1 is not in the list").arg(url);
+  const QString err = sink_(action, url);
+  if (!err.isEmpty()) return err;
+  WorkerRow row = model_->rows()[static_cast<size_t>(i)];  // shown at once; the next snapshot confirms
+  row.status = action == WorkerAction::Drain ? tr("draining") : action == WorkerAction::Pause ? tr("paused") : tr("up");
+  model_->upsert(row);
+  return {};
+}
+
+void WorkersPage::setWorkers(const QVector<run::WorkerInfo>& workers) {
+  for (const auto& w : workers) {
+    const QString url = QString::fromStdString(w.url);
+    if (removed_.contains(url)) continue;
+    WorkerRow row;
+    row.name = QString::fromStdString(w.name);
+    row.url = url;
+    row.status = QString::fromStdString(w.status);
+    row.adapterVersion = w.adapter_version;
+    row.inFlight = static_cast<int>(w.inflight);
+    row.tokPerSec = w.tok_s;
+    row.affinity = w.affinity;
+    row.lastError = QString::fromStdString(w.last_error);
+    const int i = model_->find(url);
+    if (i >= 0 && model_->rows()[static_cast<size_t>(i)] == row) continue;  // no needless dataChanged
+    if (model_->upsert(row) && i < 0) Q_EMIT workersChanged();
+  }
+  updateButtons();
 }
 
 QString WorkersPage::addUrl(const QString& text) {
@@ -174,12 +250,12 @@ QString WorkersPage::addUrl(const QString& text) {
   const QString norm = url.scheme() + "://" + url.authority();
   if (model_->find(norm) >= 0) return tr("%1 is already in the list").arg(norm);
   WorkerRow row;
-  row.name = url.host();
+  row.name = url.host() + ":" + QString::number(url.port());
   row.url = norm;
-  row.status = tr("added");
+  row.status = sink_ ? tr("joining") : tr("added");
   if (!model_->upsert(row)) return tr("the worker table is full (%1)").arg(WorkerTableModel::kMaxWorkers);
   Q_EMIT workersChanged();
-  return {};
+  return command(run::WorkerAction::Add, norm);
 }
 
 QString WorkersPage::startDiscovery(const QString& address, const QString& tokenFile) {

@@ -1,15 +1,20 @@
 // Workers page: the rollout workers of the run (name, URL, status, adapter version, requests in
-// flight, tok/s, prefix affinity, last error) in a table model over plain WorkerRow values, so
-// discovery, the router or a test can feed it. Workers added by URL here become the run's
-// worker_urls at Start.
+// flight, tok/s, prefix affinity, last error) in a table model over plain WorkerRow values, fed by
+// the live run's router snapshots (setWorkers, through EngineController: never the router itself),
+// discovery, or a test. Workers added by URL here become the run's worker_urls at Start; while a
+// run with remote workers is live, Add, Remove, Drain, Pause and Resume go down to its router
+// through the command sink.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include <QAbstractTableModel>
 #include <QString>
 #include <QWidget>
+
+#include "core/run/engine_types.h"
 
 class QCheckBox;
 class QLabel;
@@ -21,12 +26,13 @@ class QPushButton;
 namespace grpo::ui {
 
 struct WorkerRow {
-  QString name, url, status;  // status: added, healthy, busy, draining, paused, down
+  QString name, url, status;  // added (not in a run yet), joining, up, out, draining, paused, discovered, silent
   qint64 adapterVersion = -1;  // -1: none loaded
   int inFlight = 0;
   double tokPerSec = 0;
   double affinity = 0;         // fraction of requests routed here by prefix affinity
   QString lastError;
+  bool operator==(const WorkerRow&) const = default;
 };
 
 class WorkerTableModel : public QAbstractTableModel {
@@ -66,6 +72,18 @@ public:
   bool discovering() const;
   quint16 discoveryPort() const;  // the bound UDP port (0 when not listening)
 
+  // Where operator commands go while a run is live: returns "" when queued, else the reason.
+  // Empty function: no live router (Add/Remove edit the list for the next run; Drain, Pause and
+  // Resume are disabled).
+  using CommandSink = std::function<QString(run::WorkerAction, const QString& url)>;
+  void setCommandSink(CommandSink sink);
+  // The live router's snapshot: rows are updated or added (a worker the operator removed stays
+  // gone); rows it does not list are left as they are.
+  void setWorkers(const QVector<run::WorkerInfo>& workers);
+  // Sends `action` for the worker at `url` (what the buttons do); "" or the reason, shown in place.
+  QString command(run::WorkerAction action, const QString& url);
+  QString selectedUrl() const;
+
 Q_SIGNALS:
   void workersChanged();
 
@@ -73,7 +91,10 @@ private:
   WorkerTableModel* model_;
   QTableView* view_;
   QLineEdit* url_;
-  QPushButton *remove_, *drain_, *pause_;
+  QPushButton *remove_, *drain_, *pause_, *resume_;
+  CommandSink sink_;
+  QStringList removed_;  // removed during the live run: ignored in snapshots that still list them
+  void updateButtons();
   QLabel* status_;
   QCheckBox* listen_;
   QLineEdit* address_;

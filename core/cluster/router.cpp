@@ -49,6 +49,9 @@ struct Router::Worker {
   bool distrusted = false;   // answered with the wrong weights: reload every adapter on rejoin
   uint64_t epoch = 0;        // bumped each time the worker is taken out (stale callbacks ignore themselves)
   int64_t inflight = 0, completed = 0;
+  bool draining = false, paused = false;        // operator commands: no new requests
+  int64_t dispatched = 0, affinity_hits = 0, tokens = 0;
+  std::string adapter;                          // the newest live one it holds (view, under mu_)
   double next_probe = 0, backoff = 0;
   std::string last_error;
   std::map<std::string, std::string> loaded;  // adapter name -> path it was loaded from
@@ -130,6 +133,53 @@ void Router::remove_worker(const std::string& url, const std::string& reason) {
   }
 }
 
+void Router::request(WorkerCommand c) {
+  std::lock_guard<std::mutex> lock(commands_mu_);
+  commands_.push_back(std::move(c));
+}
+
+void Router::apply_commands() {
+  std::vector<WorkerCommand> cmds;
+  {
+    std::lock_guard<std::mutex> lock(commands_mu_);
+    cmds.swap(commands_);
+  }
+  for (const auto& c : cmds) {
+    if (c.kind == WorkerCommand::Add) add_worker(c.url);
+    if (c.kind == WorkerCommand::Remove) remove_worker(c.url, "removed by the operator");
+    if (c.kind == WorkerCommand::Add || c.kind == WorkerCommand::Remove) continue;
+    for (auto& [id, w] : workers_) {
+      if (w->url != c.url || w->removed) continue;
+      const bool was_paused = w->paused;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        w->draining = c.kind == WorkerCommand::Drain || (w->draining && c.kind == WorkerCommand::Pause);
+        w->paused = c.kind == WorkerCommand::Pause;
+      }
+      // The worker itself finishes what it has and holds the rest (vLLM's mode=wait) until /resume.
+      const std::string route = c.kind == WorkerCommand::Pause ? "/pause?mode=wait"
+                                : c.kind == WorkerCommand::Resume && was_paused ? "/resume" : "";
+      if (!route.empty())
+        w->client->post(route, nlohmann::json::object(), opts_.request_timeout_s, [this, id = id, route](const HttpResult& r) {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (!r.ok()) find(id)->last_error = route + ": " + r.describe();
+        });
+      const char* kind = c.kind == WorkerCommand::Drain ? "worker_draining"
+                         : c.kind == WorkerCommand::Pause ? "worker_paused" : "worker_resumed";
+      emit_event({{"event", kind}, {"url", w->url}, {"message", std::string(kind + 7) + " by the operator: " + w->url}});
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, w] : workers_) {
+    const Adapter* newest = nullptr;
+    for (const auto& [name, path] : w->loaded) {
+      auto it = live_.find(name);
+      if (it != live_.end() && (!newest || it->second.order > newest->order)) newest = &it->second;
+    }
+    w->adapter = newest ? newest->name : "";
+  }
+}
+
 void Router::take_out(Worker& w, const std::string& reason) {
   w.last_error = reason;
   const bool was_up = w.state == Worker::Up;
@@ -177,6 +227,7 @@ void Router::bucket_unreadable(Worker& w, const std::string& why) {
 // ---------------------------------------------------------------- joining
 
 void Router::kick_probes(bool force) {
+  apply_commands();
   const double t = now_s();
   for (auto& [id, w] : workers_)
     if (!w->removed && !w->probing && w->state != Worker::Up && (force || t >= w->next_probe)) probe(id);
@@ -402,16 +453,19 @@ void Router::dispatch(const std::shared_ptr<Batch>& b) {
   while (!b->pending.empty() && !b->closed) {
     std::vector<RouteCandidate> cands;
     for (auto& [id, w] : workers_)
-      if (w->state == Worker::Up && !w->removed) cands.push_back({id, w->inflight});
+      if (w->state == Worker::Up && !w->removed && !w->draining && !w->paused) cands.push_back({id, w->inflight});
     if (cands.empty()) return;  // the tick retries once a worker is back
     const size_t job = b->pending.front();
     b->pending.pop_front();
     auto& j = b->jobs[job];
+    const int64_t hits = prefix_.stats().affinity;
     const int id = prefix_.choose(cands, j.req.model, j.req.prompt);
     Worker* w = find(id);
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++w->inflight;
+      ++w->dispatched;
+      w->affinity_hits += prefix_.stats().affinity > hits ? 1 : 0;
       ++acc_.dispatched;
     }
     ++j.out.attempts;
@@ -472,6 +526,7 @@ void Router::on_answer(const std::shared_ptr<Batch>& b, size_t job, int worker_i
       std::lock_guard<std::mutex> g(mu_);
       ++acc_.completed;
       ++w->completed;
+      w->tokens += resp.completion_tokens;
     }
     j.out.ok = true;
     j.out.response = std::move(resp);
@@ -638,8 +693,10 @@ std::vector<WorkerStatus> Router::workers() const {
   std::vector<WorkerStatus> out;
   for (const auto& [id, w] : workers_) {
     if (w->removed) continue;
-    out.push_back({id, w->url, w->state == Worker::Up ? "up" : w->state == Worker::Out ? "out" : "joining",
-                   w->inflight, w->completed, w->last_error});
+    const char* state = w->state == Worker::Out ? "out" : w->state == Worker::Joining ? "joining"
+                        : w->paused ? "paused" : w->draining ? "draining" : "up";
+    out.push_back({id, w->url, state, w->inflight, w->completed, w->last_error, w->adapter, w->dispatched,
+                   w->affinity_hits, w->tokens});
   }
   return out;
 }
@@ -647,7 +704,7 @@ std::vector<WorkerStatus> Router::workers() const {
 int Router::workers_up() const {
   std::lock_guard<std::mutex> lock(mu_);
   int n = 0;
-  for (const auto& [id, w] : workers_) n += (w->state == Worker::Up && !w->removed) ? 1 : 0;
+  for (const auto& [id, w] : workers_) n += (w->state == Worker::Up && !w->removed && !w->draining && !w->paused) ? 1 : 0;
   return n;
 }
 

@@ -70,10 +70,23 @@ struct CompletionOutcome {
 struct WorkerStatus {
   int id = 0;
   std::string url;
-  std::string state;       // "joining" | "up" | "out"
+  std::string state;       // "joining" | "up" | "out" | "draining" | "paused"
   int64_t inflight = 0;
   int64_t completed = 0;
   std::string last_error;
+  std::string adapter;     // the newest live adapter it has loaded ("" = none: the base model)
+  int64_t dispatched = 0, affinity_hits = 0;  // requests sent to it; of those, routed by prefix
+  int64_t tokens = 0;      // completion tokens it answered
+};
+
+// An operator's command for one worker (the desktop app's Workers page), queued from any thread
+// and applied by the router's own thread between dispatches (Router::request):
+//   Add, Remove (its requests in flight go elsewhere), Drain (no new requests; those in flight
+//   finish), Pause (no new requests, and POST /pause?mode=wait to the worker), Resume (undoes
+//   Drain and Pause: POST /resume, back in rotation).
+struct WorkerCommand {
+  enum Kind { Add, Remove, Drain, Pause, Resume } kind = Add;
+  std::string url;
 };
 
 class Router {
@@ -88,6 +101,9 @@ public:
   void add_worker(const std::string& url);
   // Removes a worker (discovery forgot it); its requests in flight are dispatched elsewhere.
   void remove_worker(const std::string& url, const std::string& reason);
+  // Thread-safe: queues `c`; the router's thread applies it at its next tick (<= 100 ms while
+  // it dispatches or waits for workers). Unknown URLs are ignored (Add excepted).
+  void request(WorkerCommand c);
 
   // Probes every worker that is out or new and waits up to `timeout_s` until at least `min_up`
   // workers are up. Returns how many are up.
@@ -110,7 +126,7 @@ public:
   RouterAccounting accounting() const;
   PrefixRouterStats routing_stats() const;
   std::vector<WorkerStatus> workers() const;
-  int workers_up() const;
+  int workers_up() const;  // up and taking requests (not draining or paused)
   std::vector<std::string> live_adapters() const;  // oldest first
 
 private:
@@ -123,6 +139,7 @@ private:
   QNetworkAccessManager& nam(size_t lane = 0);
   Worker* find(int id);
   void kick_probes(bool force);
+  void apply_commands();  // the queued WorkerCommands, then the views workers() reports
   void probe(int id);
   void probe_done(int id, uint64_t epoch, bool ok, const std::string& why);
   void load_best_effort(int id, uint64_t epoch, std::vector<Adapter> todo);
@@ -150,6 +167,8 @@ private:
   std::map<std::string, Adapter> live_;
   int64_t adapter_order_ = 0;
   std::string base_model_;
+  std::mutex commands_mu_;
+  std::vector<WorkerCommand> commands_;  // queued by request(), applied by apply_commands()
 };
 
 }  // namespace grpo::cluster

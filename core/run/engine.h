@@ -68,6 +68,8 @@ public:
   int64_t policy_version() const { return version_.load(); }
   const grpo::TrainConfig& config() const { return cfg_; }  // trainer thread only
   RunDirectory& run_directory() { return dir_; }
+  // Fixed once run() starts; for views such as RemoteSource::workers() (EngineSession).
+  const std::vector<std::unique_ptr<RolloutSource>>& sources() const { return sources_; }
 
 private:
   struct Group;

@@ -4,12 +4,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/run/engine.h"
+#include "core/run/remote_source.h"
 
 namespace grpo::run {
 namespace {
@@ -44,6 +46,43 @@ public:
 private:
   std::string path_;
   std::streamoff offset_ = 0;
+};
+
+// The engine's remote-worker source, if it has one.
+RemoteSource* remote_of(Engine* e) {
+  if (!e) return nullptr;
+  for (const auto& s : e->sources())
+    if (auto* r = dynamic_cast<RemoteSource*>(s.get())) return r;
+  return nullptr;
+}
+
+// Per-worker tok/s from successive token counts, smoothed over a few snapshots.
+class WorkerRates {
+public:
+  void rate(std::vector<WorkerInfo>& ws) {
+    const auto now = std::chrono::steady_clock::now();
+    std::map<std::string, Last> next;
+    for (auto& w : ws) {
+      Last l{w.tokens, now, 0};
+      auto it = last_.find(w.url);
+      if (it != last_.end()) {
+        const double dt = std::chrono::duration<double>(now - it->second.when).count();
+        const double inst = dt > 0 ? static_cast<double>(w.tokens - it->second.tokens) / dt : 0.0;
+        l.rate = 0.5 * it->second.rate + 0.5 * std::max(0.0, inst);
+      }
+      w.tok_s = l.rate;
+      next[w.url] = l;
+    }
+    last_.swap(next);
+  }
+
+private:
+  struct Last {
+    int64_t tokens;
+    std::chrono::steady_clock::time_point when;
+    double rate;
+  };
+  std::map<std::string, Last> last_;
 };
 
 }  // namespace
@@ -101,7 +140,23 @@ void EngineSession::Impl::body(grpo::TrainConfig cfg, SessionOptions options, Se
     auto tail = std::make_shared<JsonlTail>(path_join(dir, "events.jsonl"));
     watcher = std::thread([this, tail, &done, &cb] {
       EngineState last = EngineState::Idle;
+      WorkerRates rates;
+      auto workers_due = std::chrono::steady_clock::now();
       auto poll = [&] {
+        if (cb.on_workers && std::chrono::steady_clock::now() >= workers_due) {
+          workers_due = std::chrono::steady_clock::now() + std::chrono::milliseconds(EngineSession::kWorkersIntervalMs);
+          std::vector<WorkerInfo> ws;
+          bool remote = false;
+          {
+            std::lock_guard<std::mutex> lock(mu);  // the engine outlives this while it is set
+            if (auto* r = remote_of(engine)) {
+              remote = true;
+              ws = r->workers();
+            }
+          }
+          rates.rate(ws);
+          if (remote) cb.on_workers(ws);
+        }
         for (auto& j : tail->read_new()) {
           EngineEvent e{j.value("event", std::string()), j.value("time", 0.0), j.value("step", int64_t{0}), j};
           if (cb.on_event) cb.on_event(e);
@@ -186,6 +241,16 @@ void EngineSession::stop() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->engine) impl_->engine->stop();
   else if (impl_->active) impl_->want_stop = true;
+}
+
+std::string EngineSession::worker_command(WorkerAction action, const std::string& url) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->engine) return impl_->active ? "the model is still loading: try again once the run has started"
+                                           : "no run is active";
+  RemoteSource* r = remote_of(impl_->engine);
+  if (!r) return "this run has no remote workers (it started without worker URLs or discovery)";
+  r->command(action, url);
+  return "";
 }
 
 std::string EngineSession::retune(const nlohmann::json& changes) {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -36,12 +37,17 @@ struct SessionCallbacks {
   std::function<void(const StepReport&)> on_step;      // engine thread, after each optimizer step
   std::function<void(const EngineEvent&)> on_event;    // watcher thread
   std::function<void(EngineState)> on_state;          // watcher thread, on every change
+  // Watcher thread, every kWorkersIntervalMs while the run has remote workers: copied snapshots
+  // of the router's workers (tok_s rated here), never a view into the router.
+  std::function<void(const std::vector<WorkerInfo>&)> on_workers;
   // Once per start(), last: the final adapter directory, or "" and the error text.
   std::function<void(const std::string& adapter, const std::string& error)> on_done;
 };
 
 class EngineSession {
 public:
+  static constexpr int kWorkersIntervalMs = 500;
+
   EngineSession();
   ~EngineSession();  // stops the run and joins its threads
   EngineSession(const EngineSession&) = delete;
@@ -57,6 +63,9 @@ public:
   void stop();
   // "" when accepted (applied at the next step boundary), else the reason (names the key).
   std::string retune(const nlohmann::json& changes);
+  // Queues an operator command for one worker into the run's router (it lives in the engine's
+  // producer thread and applies it between dispatches). "" when queued, else why not.
+  std::string worker_command(WorkerAction action, const std::string& url);
 
   bool active() const;        // started and on_done not yet delivered
   EngineState state() const;  // Idle before the engine exists

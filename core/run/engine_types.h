@@ -30,6 +30,22 @@ struct StepReport {
   std::vector<SampleRecord> samples = {};  // a few of this step's completions (async engine)
 };
 
+// One rollout worker as the run's router sees it (the Workers page), copied out periodically.
+struct WorkerInfo {
+  std::string name;            // the name it announced (discovery), else host:port
+  std::string url;
+  std::string status;          // joining | up | out | draining | paused
+  int64_t adapter_version = -1;  // newest policy-v<N> it holds; 0: the base model only; -1: unknown
+  int64_t inflight = 0, completed = 0, dispatched = 0, affinity_hits = 0, tokens = 0;
+  double tok_s = 0;            // completion tokens per second over the last snapshot interval
+  double affinity = 0;         // affinity_hits / dispatched (0 before any dispatch)
+  std::string last_error;
+  bool operator==(const WorkerInfo&) const = default;
+};
+
+// An operator's command for one worker, sent down to the run's router (EngineSession::worker_command).
+enum class WorkerAction { Add, Remove, Drain, Pause, Resume };
+
 enum class EngineState { Idle, Running, Paused, Stopping, Finished, Failed };
 const char* to_string(EngineState s);
 

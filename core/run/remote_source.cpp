@@ -6,6 +6,7 @@
 #include <QObject>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/cluster/cluster_token.h"
@@ -87,17 +88,28 @@ void RemoteSource::start_in_this_thread() {
   ro.token = opts_.token;
   ro.request_timeout_s = opts_.worker_timeout_s;
   ro.vocab_size = opts_.vocab_size;
-  router_ = std::make_unique<cluster::Router>(ro, [this](const nlohmann::json& e) {
+  auto router = std::make_unique<cluster::Router>(ro, [this](const nlohmann::json& e) {
     nlohmann::json ev = e;
     ev["source"] = name_;
     if (opts_.on_event) opts_.on_event(ev);
   });
+  std::vector<std::pair<WorkerAction, std::string>> early;
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    router_ = std::move(router);
+    early.swap(early_);
+  }
+  for (const auto& [action, url] : early) command(action, url);
   for (const auto& u : opts_.worker_urls) router_->add_worker(u);
   if (opts_.discovery) {
     directory_ = std::make_unique<cluster::WorkerDirectory>(
         cluster::beacon_key(opts_.token), cluster::parse_host_port(opts_.discovery_address, "discovery_address"),
         opts_.discovery_forget_s, /*self_timed=*/false);
-    QObject::connect(directory_.get(), &cluster::WorkerDirectory::workerJoined, [this](const QString& url, const QString&) {
+    QObject::connect(directory_.get(), &cluster::WorkerDirectory::workerJoined, [this](const QString& url, const QString& name) {
+      {
+        std::lock_guard<std::mutex> lock(view_mu_);
+        names_[url.toStdString()] = name.toStdString();
+      }
       router_->add_worker(url.toStdString());
     });
     QObject::connect(directory_.get(), &cluster::WorkerDirectory::workerLeft, [this](const QString& url, const QString&) {
@@ -157,7 +169,8 @@ std::vector<RolloutResult> RemoteSource::generate(const std::vector<RolloutReque
   }
   take_up_new_version();
   check(router_->workers_up() > 0, name_, "no worker is up",
-        "check that `grpo worker` runs, shares the cluster token, and is reachable");
+        "check that `grpo worker` runs, shares the cluster token, and is reachable (workers drained or "
+        "paused in the app take no requests)");
   const int64_t version = loaded_version_.load();
   const std::string model = model_for(version);
   check(!model.empty(), name_, "the workers did not report their base model id in /v1/models");
@@ -225,6 +238,40 @@ std::vector<RolloutResult> RemoteSource::generate(const std::vector<RolloutReque
     acc_.delivered_completions += static_cast<int64_t>(r.completions.size());
   }
   return out;
+}
+
+std::vector<WorkerInfo> RemoteSource::workers() const {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  std::vector<WorkerInfo> out;
+  if (!router_) return out;
+  for (const auto& w : router_->workers()) {
+    WorkerInfo i;
+    i.url = w.url;
+    auto name = names_.find(w.url);
+    i.name = name != names_.end() ? name->second : w.url.substr(w.url.find("://") == std::string::npos ? 0 : w.url.find("://") + 3);
+    i.status = w.state;
+    i.adapter_version = w.adapter.empty() ? 0 : starts_with(w.adapter, "policy-v") ? std::atoll(w.adapter.c_str() + 8) : -1;
+    i.inflight = w.inflight;
+    i.completed = w.completed;
+    i.dispatched = w.dispatched;
+    i.affinity_hits = w.affinity_hits;
+    i.tokens = w.tokens;
+    i.affinity = w.dispatched > 0 ? static_cast<double>(w.affinity_hits) / static_cast<double>(w.dispatched) : 0.0;
+    i.last_error = w.last_error;
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+void RemoteSource::command(WorkerAction action, const std::string& url) {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  if (!router_) {  // the producer thread has not started the router yet: it takes these on start
+    early_.emplace_back(action, url);
+    return;
+  }
+  using K = cluster::WorkerCommand;
+  const K::Kind kinds[] = {K::Add, K::Remove, K::Drain, K::Pause, K::Resume};
+  router_->request({kinds[static_cast<int>(action)], url});
 }
 
 RemoteAccounting RemoteSource::accounting() const {

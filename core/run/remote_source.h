@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/grpo/config.h"
+#include "core/run/engine_types.h"
 #include "core/run/rollout_source.h"
 
 namespace grpo::cluster {
@@ -71,6 +72,10 @@ public:
 
   RemoteAccounting accounting() const;
   int64_t loaded_version() const { return loaded_version_.load(); }
+  // Any thread: the router's workers with raw counters (tok_s left 0: the periodic caller rates
+  // them), and an operator command queued into the router, applied between its dispatches.
+  std::vector<WorkerInfo> workers() const;
+  void command(WorkerAction action, const std::string& url);
 
 private:
   void start_in_this_thread();
@@ -89,6 +94,9 @@ private:
   mutable std::mutex acc_mu_;
   RemoteAccounting acc_;
   std::set<int64_t> seen_groups_;
+  mutable std::mutex view_mu_;  // router_'s creation against workers()/command() from other threads
+  std::vector<std::pair<WorkerAction, std::string>> early_;  // commands given before the router existed
+  std::map<std::string, std::string> names_;  // url -> the name discovery announced
 };
 
 }  // namespace grpo::run

@@ -1,6 +1,7 @@
 // RunEndpoint: the trainer's HTTP routes (see run_endpoint.h) on a cluster::HttpServer.
 #include "core/run/run_endpoint.h"
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <system_error>
@@ -41,6 +42,39 @@ json read_metrics(const std::string& run_dir, int64_t since, bool last_only) {
     else if (step > since) out.push_back(std::move(rec));
   }
   return last_only ? last : out;
+}
+
+// events.jsonl's whole lines from index `since` (0-based, in file order), one element each: the
+// record, or {"event":"unreadable","line":N} for a line that is not a JSON object, so a reader's
+// next index is always since + the array's size. A torn last line (being appended) waits.
+json read_events(const std::string& run_dir, int64_t since) {
+  json out = json::array();
+  const std::string p = path_join(run_dir, "events.jsonl");
+  if (!file_exists(p)) return out;
+  const std::string text = read_file(p);
+  int64_t index = 0;
+  for (size_t start = 0, nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+    const std::string line = text.substr(start, nl - start);
+    if (trim(line).empty()) continue;
+    if (index++ < since) continue;
+    json rec = json::parse(line, nullptr, false);
+    out.push_back(!rec.is_discarded() && rec.is_object() ? rec : json{{"event", "unreadable"}, {"line", index - 1}});
+  }
+  return out;
+}
+
+// The ?since= number (`fallback` when absent); HttpError 400 when it is not an integer.
+int64_t since_param(const HttpRequest& req, int64_t fallback) {
+  auto s = req.query_param("since");
+  if (!s) return fallback;
+  try {
+    size_t used = 0;
+    const int64_t v = std::stoll(*s, &used);
+    if (used != s->size()) throw std::invalid_argument("trailing");
+    return v;
+  } catch (const std::exception&) {
+    throw HttpError(400, "since=\"" + *s + "\": expected an integer");
+  }
 }
 
 // The file under <run_dir>/adapters/ that a bucket request names; HttpError 403/404 otherwise.
@@ -116,17 +150,10 @@ void RunEndpoint::start() {
                                         {"last_metrics", read_metrics(dir, 0, true)}}));
   });
   server_->route("GET", "/grpo/metrics", [dir](const HttpRequest& req, Reply reply) {
-    int64_t since = -1;
-    if (auto s = req.query_param("since")) {
-      try {
-        size_t used = 0;
-        since = std::stoll(*s, &used);
-        if (used != s->size()) throw std::invalid_argument("trailing");
-      } catch (const std::exception&) {
-        throw HttpError(400, "since=\"" + *s + "\": expected a step number");
-      }
-    }
-    reply.send(HttpResponse::json(200, read_metrics(dir, since, false)));
+    reply.send(HttpResponse::json(200, read_metrics(dir, since_param(req, -1), false)));
+  });
+  server_->route("GET", "/grpo/events", [dir](const HttpRequest& req, Reply reply) {
+    reply.send(HttpResponse::json(200, read_events(dir, std::max<int64_t>(0, since_param(req, 0)))));
   });
   server_->route("POST", "/grpo/run/pause", [=](const HttpRequest&, Reply reply) {
     engine->pause();

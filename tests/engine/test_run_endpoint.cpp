@@ -1,6 +1,6 @@
 // The trainer's HTTP endpoint end to end: a real `grpo train --demo --serve 127.0.0.1:0` process,
 // spoken to over raw HTTP/1.1 on loopback (raw, so paths like /grpo/bucket/../x reach the server
-// unnormalised). Checks bearer auth (401), /grpo/run progress, /grpo/metrics?since=N, pause
+// unnormalised). Checks bearer auth (401), /grpo/run progress, /grpo/metrics?since=N, /grpo/events?since=N, pause
 // holding the step and resume continuing it, retune accepted/refused (400 naming the key), the
 // read-only adapter bucket (bytes equal to the file on disk, and a real `grpo worker` loading an
 // adapter by its bucket URL; "..", encoded "..", symlinks out of
@@ -146,6 +146,27 @@ private Q_SLOTS:
     QCOMPARE(bad.status, 400);
     QVERIFY2(bad.body.contains("learning_rate"), bad.body.constData());
     QCOMPARE(request(port, "POST", "/grpo/run/retune", token, "[1]").status, 400);
+
+    // /grpo/events?since=N: events.jsonl's lines from index N, one element per line, same auth.
+    QCOMPARE(request(port, "GET", "/grpo/events", {}).status, 401);
+    QCOMPARE(request(port, "GET", "/grpo/events?since=x", token).status, 400);
+    json evs = request(port, "GET", "/grpo/events", token).j();
+    QVERIFY2(evs.is_array() && evs.size() >= 3, evs.dump().c_str());
+    std::vector<json> file_events;
+    for (const auto& line : slurp(run_dir + "/events.jsonl").split('\n'))
+      if (!line.trimmed().isEmpty()) file_events.push_back(json::parse(line.toStdString()));
+    QVERIFY(file_events.size() >= evs.size());
+    for (size_t i = 0; i < evs.size(); ++i) QCOMPARE(evs[i], file_events[i]);
+    size_t at_pause = evs.size(), at_resume = evs.size();
+    for (size_t i = 0; i < evs.size(); ++i) {
+      if (evs[i].value("event", "") == "pause" && at_pause == evs.size()) at_pause = i;
+      if (evs[i].value("event", "") == "resume" && i > at_pause && at_resume == evs.size()) at_resume = i;
+    }
+    QVERIFY2(at_pause < at_resume && at_resume < evs.size(), evs.dump().c_str());
+    json from = request(port, "GET", "/grpo/events?since=" + QByteArray::number(qint64(at_resume)), token).j();
+    QVERIFY(from.is_array() && from.size() >= evs.size() - at_resume);
+    QCOMPARE(from[0], evs[at_resume]);
+    QCOMPARE(request(port, "GET", "/grpo/events?since=1000000", token).j(), json::array());
 
     // The bucket: the published adapter's files, byte for byte (retry if the version was pruned
     // between reading it from disk and fetching it).

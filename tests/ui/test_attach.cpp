@@ -2,15 +2,18 @@
 // through its HTTP endpoint (issue 6, Runs: attach): the real window's step label, progress bar
 // and chart series grow from the remote metrics; the toolbar's Pause holds the remote step,
 // Resume lets it grow again, a retune through the endpoint is accepted (and a bad one refused
-// with the server's message); Stop ends the process with exit status 0. A wrong token and a bad
+// with the server's message); events come through GET /grpo/events (markers, the events list, and
+// a fault's advice in the status bar); Stop ends the process with exit status 0. A wrong token and a bad
 // URL show their errors in place. Loopback only; every wait is bounded; the child is killed if
 // the test leaves early.
 #include <QAction>
 #include <QApplication>
 #include <QFile>
+#include <QListWidget>
 #include <QProcess>
 #include <QProgressBar>
 #include <QSignalSpy>
+#include <QStatusBar>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTabWidget>
@@ -117,6 +120,31 @@ private Q_SLOTS:
     QTRY_COMPARE_WITH_TIMEOUT(w.remote()->state(), EngineState::Running, 60000);
     QTRY_VERIFY_WITH_TIMEOUT(w.remote()->step() > held, 240000);
     QTRY_VERIFY_WITH_TIMEOUT(w.dashboard()->store().size("loss") > held_points, 10000);
+
+    // Events through GET /grpo/events: the remote pause, retune and resume are chart markers and
+    // list rows; a fault (the shared convention, with advice) that the run appends to events.jsonl
+    // shows its advice in the status bar and the list, and marks the charts.
+    QTRY_VERIFY_WITH_TIMEOUT(reward->markerCount() >= 3, 20000);
+    auto* events = w.dashboard()->eventsList();
+    for (const char* kind : {"pause", "resume", "retune"}) {
+      bool seen = false;
+      for (int i = 0; i < events->count(); ++i) seen = seen || events->item(i)->data(Qt::UserRole).toString() == kind;
+      QVERIFY2(seen, kind);
+    }
+    {
+      QFile ev(run_dir + "/events.jsonl");
+      QVERIFY(ev.open(QIODevice::WriteOnly | QIODevice::Append));
+      const std::string fault = R"({"time":1.0,"event":"reward_timeout","severity":"warning","step":)" +
+                                std::to_string(w.remote()->step()) +
+                                R"(,"message":"reward program ./score.py took over 30 s","advice":"Raise reward_timeout_s or make the program faster."})";
+      QVERIFY(ev.write(QByteArray::fromStdString(fault + "\n")) > 0);
+    }
+    QTRY_VERIFY_WITH_TIMEOUT(w.statusBar()->currentMessage().contains("Raise reward_timeout_s"), 20000);
+    QVERIFY(!events->findItems("Raise reward_timeout_s", Qt::MatchContains).isEmpty());
+    QTRY_VERIFY_WITH_TIMEOUT(reward->markerCount() >= 4, 10000);
+    const int rows = events->count();
+    QTest::qWait(2500);  // two more polls: nothing is delivered twice
+    QCOMPARE(events->count(), rows);
 
     // Stop: the process saves and exits 0; the client sees the run end.
     QVERIFY(w.stopAction()->isEnabled());

@@ -3,7 +3,8 @@
 // the learning rate through the Retune dialog shows a marker on the charts and the new value;
 // Stop; the Adapters page lists the published versions and exports one that `grpo inspect
 // logits --adapter` accepts; the finished run reopened in a second window shows its charts.
-// The live item models run under QAbstractItemModelTester throughout.
+// A fault appended to events.jsonl reaches the status bar (with its advice), the events list and
+// the charts' markers. The live item models run under QAbstractItemModelTester throughout.
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QApplication>
@@ -11,7 +12,9 @@
 #include <QLineEdit>
 #include <QProcess>
 #include <QProgressBar>
+#include <QListWidget>
 #include <QSignalSpy>
+#include <QStatusBar>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTabWidget>
@@ -141,6 +144,27 @@ private Q_SLOTS:
     for (const auto& m : w.dashboard()->store().markers())
       retune_marker = retune_marker || (m.kind == "retune" && m.text.contains("learning_rate") && m.text.contains("0.004"));
     QVERIFY(retune_marker);
+
+    // A fault (the shared convention: severity, message, advice), as the engine appends it to
+    // events.jsonl: the status bar shows its advice, the events list holds it, every chart marks it.
+    {
+      QFile ev(runDir + "/events.jsonl");
+      QVERIFY(ev.open(QIODevice::WriteOnly | QIODevice::Append));
+      const nlohmann::json fault = {{"time", 1.0}, {"event", "bucket_write_failed"}, {"severity", "error"},
+                                    {"step", w.controller()->step()}, {"message", "metrics.jsonl: No space left on device"},
+                                    {"advice", "Free space on the run's disk; the run goes on by itself."}};
+      QVERIFY(ev.write(QByteArray::fromStdString(fault.dump() + "\n")) > 0);
+    }
+    QTRY_VERIFY_WITH_TIMEOUT(w.statusBar()->currentMessage().contains("Free space on the run's disk"), 10000);
+    QVERIFY(w.statusBar()->currentMessage().contains("No space left"));
+    auto* events = w.dashboard()->eventsList();
+    QVERIFY(!events->findItems("Free space on the run's disk", Qt::MatchContains).isEmpty());
+    QVERIFY(!events->findItems("retune", Qt::MatchContains).isEmpty());
+    QTRY_VERIFY_WITH_TIMEOUT(lr->markerCount() >= 4, 10000);
+    bool fault_marker = false;
+    for (const auto& m : w.dashboard()->store().markers())
+      fault_marker = fault_marker || (m.kind == "bucket_write_failed" && m.severity == "error" && m.text.contains("Free space"));
+    QVERIFY(fault_marker);
 
     // Stop: the final checkpoint and adapter; the run's files say so.
     QSignalSpy done(&w, &MainWindow::runFinished);

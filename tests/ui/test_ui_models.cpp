@@ -6,6 +6,10 @@
 #include <QApplication>
 #include <QLabel>
 #include <QLineEdit>
+#include <QListWidget>
+#include <QPushButton>
+#include <QTableView>
+#include <QValueAxis>
 #include <QStandardPaths>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -14,6 +18,8 @@
 #include <cmath>
 #include <random>
 
+#include "ui/dashboard_page.h"
+#include "ui/metric_chart.h"
 #include "ui/metric_store.h"
 #include "ui/retune_dialog.h"
 #include "ui/samples_page.h"
@@ -156,6 +162,127 @@ private Q_SLOTS:
     QCOMPARE(page.model()->rowCount(), 2);
     QVERIFY(page.model()->remove("http://127.0.0.1:8011"));
     QCOMPARE(page.model()->rowCount(), 1);
+  }
+
+  // The live run's snapshots become rows; the buttons send commands through the sink (what
+  // MainWindow connects to EngineController::workerCommand); a removed worker stays gone.
+  void workerSnapshotsAndCommands() {
+    WorkersPage page;
+    page.show();
+    QAbstractItemModelTester t(page.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    auto* drain = page.findChild<QPushButton*>("drainWorker");
+    auto* view = page.findChild<QTableView*>("workersView");
+    QVERIFY(drain && view);
+    QVERIFY(page.addUrl("http://127.0.0.1:8011").isEmpty());
+    view->selectRow(0);
+    QVERIFY(!drain->isEnabled());  // no live router
+    std::vector<std::pair<grpo::run::WorkerAction, QString>> sent;
+    page.setCommandSink([&](grpo::run::WorkerAction a, const QString& url) {
+      sent.emplace_back(a, url);
+      return QString();
+    });
+    grpo::run::WorkerInfo a;
+    a.name = "wa";
+    a.url = "http://127.0.0.1:8011";
+    a.status = "up";
+    a.adapter_version = 4;
+    a.inflight = 3;
+    a.tok_s = 250;
+    a.affinity = 0.5;
+    grpo::run::WorkerInfo b = a;
+    b.name = "wb";
+    b.url = "http://127.0.0.1:8012";
+    b.status = "out";
+    b.last_error = "/health: connection refused";
+    page.setWorkers({a, b});
+    QCOMPARE(page.model()->rowCount(), 2);
+    auto cell = [&](int row, int col) { return page.model()->index(row, col).data().toString(); };
+    QCOMPARE(cell(0, WorkerTableModel::Name), QString("wa"));
+    QCOMPARE(cell(0, WorkerTableModel::Status), QString("up"));
+    QCOMPARE(cell(0, WorkerTableModel::Adapter), QString("policy-v4"));
+    QCOMPARE(cell(0, WorkerTableModel::InFlight), QString("3"));
+    QCOMPARE(cell(0, WorkerTableModel::TokS), QString("250"));
+    QCOMPARE(cell(0, WorkerTableModel::Affinity), QString("50%"));
+    QCOMPARE(cell(1, WorkerTableModel::LastError), QString("/health: connection refused"));
+    view->selectRow(0);
+    QVERIFY(drain->isEnabled());
+    drain->click();
+    QCOMPARE(sent.size(), size_t(1));
+    QCOMPARE(sent[0].first, grpo::run::WorkerAction::Drain);
+    QCOMPARE(sent[0].second, QString("http://127.0.0.1:8011"));
+    QCOMPARE(cell(0, WorkerTableModel::Status), QString("draining"));
+    page.findChild<QPushButton*>("pauseWorker")->click();
+    page.findChild<QPushButton*>("resumeWorker")->click();
+    QCOMPARE(sent.size(), size_t(3));
+    QCOMPARE(sent[1].first, grpo::run::WorkerAction::Pause);
+    QCOMPARE(sent[2].first, grpo::run::WorkerAction::Resume);
+    view->selectRow(1);
+    page.findChild<QPushButton*>("removeWorker")->click();
+    QCOMPARE(sent.back().first, grpo::run::WorkerAction::Remove);
+    QCOMPARE(page.model()->find("http://127.0.0.1:8012"), -1);
+    page.setWorkers({a, b});  // a snapshot taken before the router applied the removal
+    QCOMPARE(page.model()->find("http://127.0.0.1:8012"), -1);
+    QVERIFY(page.addUrl("http://127.0.0.1:8012").isEmpty());  // added back: goes down as Add
+    QCOMPARE(sent.back().first, grpo::run::WorkerAction::Add);
+    page.setWorkers({a, b});
+    QCOMPARE(cell(page.model()->find("http://127.0.0.1:8012"), WorkerTableModel::Status), QString("out"));
+    page.setCommandSink({});
+    QVERIFY(!drain->isEnabled());
+  }
+
+  // The system's light/dark switch reaches the charts live: a dark application palette re-themes
+  // the chart background, title and axes.
+  void chartsFollowThePalette() {
+    const QPalette light = QApplication::palette();
+    MetricChart c("Reward", {LineSpec{"reward", "mean", "", "", false}});
+    c.show();
+    auto* x = qobject_cast<QValueAxis*>(c.chart()->axes(Qt::Horizontal).value(0));
+    QVERIFY(x);
+    QCOMPARE(c.chart()->backgroundBrush().color(), c.palette().color(QPalette::Base));
+    QPalette dark;
+    dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+    dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+    dark.setColor(QPalette::WindowText, QColor(0xee, 0xee, 0xee));
+    dark.setColor(QPalette::Text, QColor(0xee, 0xee, 0xee));
+    dark.setColor(QPalette::Mid, QColor(0x55, 0x55, 0x55));
+    QVERIFY(light.color(QPalette::Base) != dark.color(QPalette::Base));
+    QApplication::setPalette(dark);
+    QCoreApplication::processEvents();
+    QCOMPARE(c.chart()->backgroundBrush().color(), QColor(0x1e, 0x1e, 0x1e));
+    QCOMPARE(c.chart()->titleBrush().color(), QColor(0xee, 0xee, 0xee));
+    QCOMPARE(x->labelsColor(), QColor(0xee, 0xee, 0xee));
+    QApplication::setPalette(light);
+    QCoreApplication::processEvents();
+    QCOMPARE(c.chart()->backgroundBrush().color(), light.color(QPalette::Base));
+    QCOMPARE(x->labelsColor(), light.color(QPalette::WindowText));
+  }
+
+  // Faults (events with "advice") and their ends become list rows and chart markers.
+  void faultEventsInListAndMarkers() {
+    DashboardPage d;
+    d.show();
+    d.store().add(1, "reward", 0.1);
+    d.store().add(5, "reward", 0.2);
+    auto ev = [](const nlohmann::json& j) {
+      return grpo::run::EngineEvent{j.value("event", ""), 0.0, j.value("step", int64_t{0}), j};
+    };
+    d.addEvents({ev({{"event", "pause"}, {"step", 1}}),
+                 ev({{"event", "worker_quarantined"}, {"step", 2}, {"severity", "warning"},
+                     {"message", "worker http://10.0.0.5:8000 answered garbage 3 times"},
+                     {"advice", "Check that worker's logs; it is retried in 60 s."}}),
+                 ev({{"event", "worker_quarantined_cleared"}, {"step", 4}, {"message", "back"}}),
+                 ev({{"event", "start"}, {"step", 0}})});
+    QCOMPARE(d.eventsList()->count(), 4);
+    QVERIFY(d.eventsList()->item(1)->text().contains("Check that worker's logs"));
+    QVERIFY(d.eventsList()->item(1)->text().contains("answered garbage"));
+    d.redrawNow(true);
+    MetricChart* reward = d.chart("Reward");
+    QCOMPARE(reward->markerCount(), 3);  // pause, the fault, its end (start is no marker)
+    QCOMPARE(d.store().markers()[1].severity, QString("warning"));
+    QVERIFY(d.store().markers()[1].text.contains("Check that worker's logs"));
+    QCOMPARE(d.store().markers()[2].severity, QString("cleared"));
+    for (int i = 0; i < DashboardPage::kMaxEvents + 10; ++i) d.addEvents({ev({{"event", "warning"}, {"step", 5}})});
+    QCOMPARE(d.eventsList()->count(), DashboardPage::kMaxEvents);  // bounded
   }
 
   void workersFoundBySignedBeacons() {
