@@ -19,6 +19,7 @@
 #include "core/common/files.h"
 #include "core/grpo/config.h"
 #include "core/cluster/cluster_token.h"
+#include "core/cluster/tls.h"
 #include "core/run/engine.h"
 #include "core/run/run_endpoint.h"
 #include "core/run/run_status.h"
@@ -87,7 +88,7 @@ void add_train_commands(CLI::App& app) {
     std::vector<std::string> workers;
     std::string token_file;
     bool discover = false, no_local = false;
-    std::string serve;
+    std::string serve, tls_cert, tls_key, tls_pin;
   };
   auto a = std::make_shared<TrainArgs>();
   auto* train = app.add_subcommand("train", "Train a LoRA adapter with asynchronous GRPO (TRL config keys)");
@@ -102,6 +103,10 @@ void add_train_commands(CLI::App& app) {
   train->add_option("--cluster-token-file", a->token_file, "The token shared with the workers: cluster_token_file");
   train->add_flag("--no-local-rollouts", a->no_local, "Leave generation to the workers: local_generators 0");
   train->add_option("--serve", a->serve, "Serve the run over HTTP on HOST:PORT (port 0: any free): state, metrics, control, adapters (cluster token)");
+  train->add_option("--tls-cert", a->tls_cert, "With --serve: serve HTTPS with this PEM certificate (and --tls-key)");
+  train->add_option("--tls-key", a->tls_key, "With --serve: the certificate's PEM private key");
+  train->add_option("--tls-pin", a->tls_pin,
+                    "Trust https:// workers whose certificate has this SHA-256 fingerprint: cluster_tls_fingerprint");
   train->add_flag("--sync", a->sync, "Synchronous loop (generate, score, train, repeat) instead of the async engine");
   train->footer("Signals: SIGINT/SIGTERM stop gracefully (final checkpoint and adapter); SIGUSR1 pauses/resumes.");
   train->callback([a] {
@@ -128,6 +133,9 @@ void add_train_commands(CLI::App& app) {
     if (a->discover) cfg.apply({{"discovery", true}}, "--discover");
     if (!a->token_file.empty()) cfg.apply({{"cluster_token_file", a->token_file}}, "--cluster-token-file");
     if (a->no_local) cfg.apply({{"local_generators", 0}}, "--no-local-rollouts");
+    if (!a->tls_pin.empty()) cfg.apply({{"cluster_tls_fingerprint", a->tls_pin}}, "--tls-pin");
+    check(a->tls_cert.empty() == a->tls_key.empty(), "--tls-cert/--tls-key", "give both or neither");
+    check(a->tls_cert.empty() || !a->serve.empty(), "--tls-cert", "TLS is for the --serve endpoint", "add --serve HOST:PORT");
     check(!a->sync || a->serve.empty(), "--serve", "the endpoint serves the async engine", "drop --sync");
     check(!a->sync || (cfg.worker_urls.empty() && !cfg.discovery), "--sync",
           "the synchronous loop generates in-process only", "drop --sync to use workers");
@@ -136,6 +144,8 @@ void add_train_commands(CLI::App& app) {
     cfg.validate(source);
     run::RunEndpointOptions ro;  // checked before anything is created
     if (!a->serve.empty()) std::tie(ro.host, ro.port) = run::parse_host_port(a->serve, "--serve");
+    ro.tls_cert_file = a->tls_cert;
+    ro.tls_key_file = a->tls_key;
 
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
@@ -168,6 +178,9 @@ void add_train_commands(CLI::App& app) {
         endpoint = std::make_unique<run::RunEndpoint>(engine, ro);
         endpoint->start();
         std::cout << "serving run on " << endpoint->url() << std::endl;
+        if (!ro.tls_cert_file.empty())  // what clients pin (the app: the URL with this fragment)
+          std::cout << "TLS certificate SHA-256 " << cluster::certificate_file_fingerprint(ro.tls_cert_file)
+                    << " (attach the app to " << endpoint->url() << "#sha256=<that>)" << std::endl;
       }
       // Signals only set flags; a watcher thread turns them into engine commands.
       std::atomic<bool> done{false};

@@ -15,6 +15,7 @@
 
 #include "app/commands.h"
 #include "core/cluster/cluster_token.h"
+#include "core/cluster/tls.h"
 #include "core/cluster/worker_announcer.h"
 #include "core/cluster/worker_server.h"
 #include "core/common/error.h"
@@ -45,7 +46,9 @@ void parse_listen(const std::string& text, std::string& host, uint16_t& port) {
 void add_worker_commands(CLI::App& app) {
   struct Args {
     std::string model, listen = "127.0.0.1:8000", token_file, bucket, name, served_name, announce;
-    double announce_interval = 3.0;
+    std::string tls_cert, tls_key, tls_pin;
+    double announce_interval = 3.0, max_requests_per_s = 2000;
+    int max_connections = 256, max_connections_per_peer = 64;
     int threads = 0, max_loras = 8, inject_delay_ms = 0;
     int64_t max_lora_rank = 64, max_batch = 256, max_body_mb = 32;
   };
@@ -69,6 +72,21 @@ void add_worker_commands(CLI::App& app) {
   cmd->add_option("--max-body-mb", args->max_body_mb, "Largest request body in MiB (larger: 413)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t(1), int64_t(4096)));
+  cmd->add_option("--tls-cert", args->tls_cert, "Serve HTTPS with this PEM certificate (and --tls-key); see WORKERS.md");
+  cmd->add_option("--tls-key", args->tls_key, "The certificate's PEM private key (unencrypted)");
+  cmd->add_option("--tls-pin", args->tls_pin,
+                  "Trust an https:// adapter URL (a trainer's bucket) whose certificate has this SHA-256 fingerprint");
+  cmd->add_option("--max-connections", args->max_connections, "Open connections at once (more: 503)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--max-connections-per-peer", args->max_connections_per_peer,
+                  "Open connections from one client address (more: 503; a trainer opens up to 30)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--max-requests-per-s", args->max_requests_per_s,
+                  "Requests per second from one client address, bursts of twice that (more: 429); 0: no limit")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--announce", args->announce,
                   "Send signed discovery beacons to GROUP:PORT (the trainer's discovery_address, e.g. "
                   "239.255.77.42:29517)");
@@ -94,6 +112,13 @@ void add_worker_commands(CLI::App& app) {
     o.max_lora_rank = args->max_lora_rank;
     o.max_batch_sequences = args->max_batch;
     o.limits.max_body_bytes = static_cast<size_t>(args->max_body_mb) << 20;
+    check(args->tls_cert.empty() == args->tls_key.empty(), "--tls-cert/--tls-key", "give both or neither");
+    o.tls_cert_file = args->tls_cert;
+    o.tls_key_file = args->tls_key;
+    o.tls_pins = cluster::parse_tls_pins(args->tls_pin, "--tls-pin");
+    o.max_connections = args->max_connections;
+    o.max_connections_per_peer = args->max_connections_per_peer;
+    o.max_requests_per_s = args->max_requests_per_s;
     o.inject_delay_ms = args->inject_delay_ms;
 
     // Qt's event loops (the server thread's) want an application object; this thread only waits.

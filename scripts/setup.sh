@@ -13,6 +13,7 @@ PACKAGES=(
   libtorch-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libyaml-cpp-dev
   libopenblas0-pthread python3-torch xvfb xauth
   clang libclang-rt-14-dev
+  openssl  # the CLI: tests make self-signed certificates for the TLS tests
 )
 # Node.js (for the tokenizer benchmark's reference) may already come from elsewhere with npm.
 if ! command -v npm >/dev/null 2>&1; then PACKAGES+=(nodejs npm); fi

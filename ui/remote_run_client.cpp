@@ -6,6 +6,10 @@
 #include <QTimer>
 #include <QUrlQuery>
 
+#ifdef GRPO_UI_WITH_CLUSTER
+#include "core/cluster/tls.h"
+#endif
+
 namespace grpo::ui {
 namespace {
 
@@ -25,6 +29,10 @@ QString reply_error(QNetworkReply* r, const QByteArray& body) {
       j["error"]["message"].is_string())
     return QString::fromStdString(j["error"]["message"].get<std::string>());
   const int status = r->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
+#ifdef GRPO_UI_WITH_CLUSTER
+  const std::string tls = cluster::tls_refusal(r);  // the certificate and what it should have been
+  if (status == 0 && !tls.empty()) return QString::fromStdString(tls);
+#endif
   return status > 0 ? QString("HTTP %1: %2").arg(status).arg(r->errorString()) : r->errorString();
 }
 
@@ -44,12 +52,29 @@ bool RemoteRunClient::attach(const QUrl& base, const QByteArray& token, QString*
     if (error) *error = e;
     return false;
   };
-  if (!base.isValid() || base.scheme() != "http" || base.host().isEmpty() || base.port() <= 0)
-    return refuse(tr("%1: expected http://HOST:PORT (what `grpo train --serve` printed)").arg(base.toString()));
+  if (!base.isValid() || (base.scheme() != "http" && base.scheme() != "https") || base.host().isEmpty() ||
+      base.port() <= 0)
+    return refuse(tr("%1: expected http(s)://HOST:PORT (what `grpo train --serve` printed)").arg(base.toString()));
   if (token.trimmed().isEmpty()) return refuse(tr("the cluster token is empty"));
+  std::vector<std::string> pins;
+  if (base.hasFragment()) {
+    const QString f = base.fragment();
+    if (!f.startsWith("sha256=")) return refuse(tr("%1: the only URL fragment understood is #sha256=FINGERPRINT").arg(base.toString()));
+#ifdef GRPO_UI_WITH_CLUSTER
+    try {
+      pins = cluster::parse_tls_pins(f.mid(7).toStdString(), "#sha256=");
+    } catch (const std::exception& e) {
+      return refuse(QString::fromStdString(e.what()));
+    }
+#else
+    return refuse(tr("certificate pinning needs the cluster library"));
+#endif
+  }
   detach();
   base_ = base;
   base_.setPath("");
+  base_.setFragment(QString());
+  pins_ = std::move(pins);
   token_ = token.trimmed();
   attached_ = true;
   ++generation_;
@@ -85,7 +110,11 @@ QNetworkReply* RemoteRunClient::send(const QByteArray& method, const QString& pa
   req.setRawHeader("Authorization", "Bearer " + token_);
   req.setTransferTimeout(kRequestTimeoutMs);
   if (!body.isEmpty()) req.setHeader(QNetworkRequest::ContentTypeHeader, "application/json");
+#ifdef GRPO_UI_WITH_CLUSTER
+  return cluster::send_request(*nam_, req, method, body, pins_);
+#else
   return nam_->sendCustomRequest(req, method, body);
+#endif
 }
 
 void RemoteRunClient::poll() {

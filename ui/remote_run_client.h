@@ -14,6 +14,9 @@
 #include <QUrl>
 #include <QVector>
 
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "core/run/engine_session.h"
@@ -35,8 +38,10 @@ public:
   explicit RemoteRunClient(QObject* parent = nullptr);
   ~RemoteRunClient() override;
 
-  // Starts polling `base` (http://HOST:PORT) with the bearer token; false with *error when the
-  // URL is not an http URL or the token is empty. The first poll's outcome arrives by signal.
+  // Starts polling `base` (http://HOST:PORT, or https://HOST:PORT, optionally with the pinned
+  // certificate fingerprint as a fragment: https://HOST:PORT#sha256=HEX, core/cluster/tls.h) with
+  // the bearer token; false with *error when the URL is not an http(s) URL, the fingerprint is
+  // malformed or the token is empty. The first poll's outcome arrives by signal.
   bool attach(const QUrl& base, const QByteArray& token, QString* error = nullptr);
   void detach();
 
@@ -80,6 +85,7 @@ private:
   QTimer* timer_;
   QUrl base_;
   QByteArray token_;
+  std::vector<std::string> pins_;  // from the URL's #sha256= fragment
   bool attached_ = false, inFlight_ = false;
   bool stopSent_ = false;  // the endpoint accepted a stop: the process exits after the final save
   uint64_t generation_ = 0;  // replies from a previous attachment are ignored

@@ -75,6 +75,8 @@ std::string AdapterStore::resolve(const std::string& lora_name, const std::strin
   if (root_real_.empty())
     throw HttpError(400, "this worker was started without --bucket, so it cannot load adapters",
                     "BadRequestError");
+  if (lora_path.find('\0') != std::string::npos)  // the OS would see only the part before it
+    throw HttpError(400, "lora_path contains a NUL byte", "BadRequestError");
   const fs::path root(root_real_);
   fs::path p(lora_path);
   if (p.is_relative()) p = root / p;

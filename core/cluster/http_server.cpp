@@ -1,16 +1,22 @@
 #include "core/cluster/http_server.h"
 
+#include <chrono>
+#include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include <QHostAddress>
 #include <QObject>
+#include <QSslConfiguration>
+#include <QSslSocket>
 #include <QTcpServer>
 #include <QTcpSocket>
 #include <QThread>
 #include <QTimer>
 
 #include "core/cluster/cluster_token.h"
+#include "core/cluster/tls.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
 
@@ -36,8 +42,11 @@ constexpr int kLingerMs = 5000;                  // how long a rejected upload m
 constexpr uint64_t kMaxDiscardBytes = 256u << 20;  // ... and how much of it we read and drop
 constexpr qint64 kSocketReadBuffer = 256 * 1024;   // TCP flow control beyond this while we are busy
 
+using Clock = std::chrono::steady_clock;
+
 struct Connection {
   uint64_t id = 0;
+  std::string peer;  // the client's address: the key of its Peer
   QTcpSocket* socket = nullptr;
   QTimer* timer = nullptr;
   std::string buf;
@@ -50,6 +59,38 @@ struct Connection {
   uint64_t discard_left = 0;  // Closing: body bytes still to read and drop before closing
 };
 
+// One client address: its open connections and its request token bucket.
+struct Peer {
+  int connections = 0;
+  double tokens = 0;
+  Clock::time_point refilled;
+};
+
+// Accepts plain TCP, or with a TLS configuration wraps every connection in a QSslSocket whose
+// server handshake starts at once (the connection's request timer bounds it).
+class Listener : public QTcpServer {
+public:
+  Listener(QObject* parent, std::optional<QSslConfiguration> tls) : QTcpServer(parent), tls_(std::move(tls)) {}
+
+protected:
+  void incomingConnection(qintptr fd) override {
+    if (!tls_) return QTcpServer::incomingConnection(fd);
+    auto* s = new QSslSocket(this);
+    if (!s->setSocketDescriptor(fd)) {
+      delete s;
+      return;
+    }
+    s->setSslConfiguration(*tls_);
+    s->startServerEncryption();
+    addPendingConnection(s);
+  }
+
+private:
+  std::optional<QSslConfiguration> tls_;
+};
+
+std::string retry_after(double seconds) { return std::to_string(std::max<int64_t>(1, std::llround(std::ceil(seconds)))); }
+
 }  // namespace
 
 class ServerCore : public QObject {
@@ -59,12 +100,15 @@ public:
     HttpHandler handler;
   };
 
-  ServerCore(HttpServerOptions options, std::vector<Route> routes, std::shared_ptr<ReplyLink> link)
-      : options_(std::move(options)), routes_(std::move(routes)), link_(std::move(link)) {}
+  ServerCore(HttpServerOptions options, std::vector<Route> routes, std::shared_ptr<ReplyLink> link,
+             std::optional<QSslConfiguration> tls)
+      : options_(std::move(options)), routes_(std::move(routes)), link_(std::move(link)), tls_(std::move(tls)) {
+    options_.max_request_burst = std::max(1.0, options_.max_request_burst);  // room for one request at least
+  }
 
   // On the server thread.
   bool listen(std::string& error, uint16_t& port) {
-    server_ = new QTcpServer(this);
+    server_ = new Listener(this, tls_);
     server_->setMaxPendingConnections(options_.max_connections + 16);
     QHostAddress address;
     const QString host = QString::fromStdString(options_.host);
@@ -93,6 +137,7 @@ public:
       delete c.socket;  // also deletes its timer (a child)
     }
     connections_.clear();
+    peers_.clear();
     link_->open = 0;
     delete server_;
     server_ = nullptr;
@@ -121,18 +166,30 @@ private:
   void accept_all() {
     while (server_->hasPendingConnections()) {
       QTcpSocket* s = server_->nextPendingConnection();
-      if (static_cast<int>(connections_.size()) >= options_.max_connections) {
+      const std::string peer = s->peerAddress().toString().toStdString();
+      std::string refused;
+      if (static_cast<int>(connections_.size()) >= options_.max_connections)
+        refused = "too many open connections (limit " + std::to_string(options_.max_connections) + ")";
+      else if (peers_.count(peer) && peers_[peer].connections >= options_.max_connections_per_peer)
+        refused = "too many open connections from " + peer + " (limit " +
+                  std::to_string(options_.max_connections_per_peer) + " per client address)";
+      if (!refused.empty()) {
         ++link_->rejected;
-        s->write(QByteArray::fromStdString(serialize_response(
-            HttpResponse::error(503, "too many open connections (limit " + std::to_string(options_.max_connections) + ")"),
-            true, options_.server_name)));
+        HttpResponse r = HttpResponse::error(503, refused);
+        r.headers.emplace_back("Retry-After", "1");
+        s->setParent(this);  // deleted with the server if the client never reads
+        s->write(QByteArray::fromStdString(serialize_response(r, true, options_.server_name)));
         QObject::connect(s, &QTcpSocket::disconnected, s, &QObject::deleteLater);
+        QTimer::singleShot(kLingerMs, s, [s] { s->abort(); });
         s->disconnectFromHost();
         continue;
       }
+      Peer& p = peer_entry(peer);
+      ++p.connections;
       const uint64_t id = ++next_id_;
       Connection& c = connections_[id];
       c.id = id;
+      c.peer = peer;
       c.socket = s;
       s->setParent(this);
       s->setReadBufferSize(kSocketReadBuffer);
@@ -140,15 +197,68 @@ private:
       c.timer->setSingleShot(true);
       QObject::connect(s, &QTcpSocket::readyRead, this, [this, id] { on_ready(id); });
       QObject::connect(s, &QTcpSocket::disconnected, this, [this, id] { on_closed(id); });
-      QObject::connect(s, &QAbstractSocket::errorOccurred, this, [this, id](QAbstractSocket::SocketError) {
+      QObject::connect(s, &QAbstractSocket::errorOccurred, this, [this, id](QAbstractSocket::SocketError e) {
         auto it = connections_.find(id);
-        if (it != connections_.end() && it->second.socket->state() == QAbstractSocket::UnconnectedState) on_closed(id);
+        if (it == connections_.end()) return;
+        QTcpSocket* sock = it->second.socket;
+        const bool tls_failed = e == QAbstractSocket::SslHandshakeFailedError || e == QAbstractSocket::SslInternalError ||
+                                e == QAbstractSocket::SslInvalidUserDataError;
+        if (tls_failed)  // e.g. plain HTTP sent to this HTTPS port
+          log_warn("TLS with " + it->second.peer + " failed: " + sock->errorString().toStdString());
+        if (!tls_failed && sock->state() != QAbstractSocket::UnconnectedState) return;
+        on_closed(id);
+        sock->abort();
       });
       QObject::connect(c.timer, &QTimer::timeout, this, [this, id] { on_timeout(id); });
       link_->open = static_cast<int64_t>(connections_.size());
+      if (auto* tls = qobject_cast<QSslSocket*>(s)) {
+        // The handshake must finish within the request timeout; then the idle timeout applies.
+        c.timer->start(std::min(options_.idle_timeout_ms, options_.request_timeout_ms));
+        QObject::connect(tls, &QSslSocket::encrypted, this, [this, id] {
+          auto it = connections_.find(id);
+          if (it != connections_.end() && it->second.phase == Connection::Phase::Head && it->second.buf.empty())
+            arm_idle(it->second);
+        });
+        continue;
+      }
       if (s->bytesAvailable() > 0) on_ready(id);
       else arm_idle(c);
     }
+  }
+
+  Peer& peer_entry(const std::string& address) {
+    const auto now = Clock::now();
+    if (peers_.size() > 4096)  // forget addresses without connections whose bucket is full again
+      for (auto it = peers_.begin(); it != peers_.end();) {
+        refill(it->second, now);
+        if (it->second.connections == 0 && it->second.tokens >= options_.max_request_burst) it = peers_.erase(it);
+        else ++it;
+      }
+    auto [it, added] = peers_.try_emplace(address);
+    if (added) {
+      it->second.tokens = options_.max_request_burst;
+      it->second.refilled = now;
+    }
+    return it->second;
+  }
+
+  void refill(Peer& p, Clock::time_point now) const {
+    const double dt = std::chrono::duration<double>(now - p.refilled).count();
+    p.tokens = std::min(options_.max_request_burst, p.tokens + dt * options_.max_requests_per_s);
+    p.refilled = now;
+  }
+
+  // Takes one request from the peer's bucket; false (and the seconds until one is back) when empty.
+  bool take_request(const std::string& peer, double& wait_s) {
+    if (options_.max_requests_per_s <= 0) return true;
+    Peer& p = peer_entry(peer);
+    refill(p, Clock::now());
+    if (p.tokens >= 1) {
+      p.tokens -= 1;
+      return true;
+    }
+    wait_s = (1 - p.tokens) / options_.max_requests_per_s;
+    return false;
   }
 
   void arm_idle(Connection& c) {
@@ -184,6 +294,8 @@ private:
     s->disconnect(this);
     it->second.timer->stop();
     s->deleteLater();
+    auto p = peers_.find(it->second.peer);
+    if (p != peers_.end()) --p->second.connections;
     connections_.erase(it);
     link_->open = static_cast<int64_t>(connections_.size());
   }
@@ -241,11 +353,19 @@ private:
           c.timer->start(options_.request_timeout_ms);
         }
         c.head_bytes = 0;
+        if (!tls_ && c.buf[0] == '\x16')  // a TLS handshake record: an https:// client
+          return reject(c, 400, "this port speaks plain HTTP, not TLS: use an http:// URL");
         const HeadParse h = parse_request_head(c.buf, options_.limits, c.req);
         if (h.status == HeadParse::Status::Incomplete) return;
         if (h.status == HeadParse::Status::Error) return reject(c, h.error_status, h.error_message);
         c.head_bytes = h.head_bytes;
         const uint64_t length = c.req.content_length.value_or(0);
+        double wait_s = 0;
+        if (!take_request(c.peer, wait_s))
+          return reject(c, 429,
+                        "too many requests from " + c.peer + " (limit " + std::to_string(options_.max_requests_per_s) +
+                            " per second); retry later",
+                        length, {{"Retry-After", retry_after(wait_s)}});
         if (!options_.bearer_token.empty()) {
           const auto auth = c.req.header("Authorization");
           if (!auth || !bearer_matches(*auth, options_.bearer_token))
@@ -319,8 +439,10 @@ private:
   HttpServerOptions options_;
   std::vector<Route> routes_;
   std::shared_ptr<ReplyLink> link_;
+  std::optional<QSslConfiguration> tls_;
   QTcpServer* server_ = nullptr;
   std::map<uint64_t, Connection> connections_;
+  std::map<std::string, Peer> peers_;
   uint64_t next_id_ = 0;
 };
 
@@ -351,7 +473,10 @@ void HttpServer::start() {
   link_ = std::make_shared<ReplyLink>();
   std::vector<ServerCore::Route> routes;
   for (const auto& r : routes_) routes.push_back({r.method, r.path, r.handler});
-  core_ = new ServerCore(options_, std::move(routes), link_);
+  std::optional<QSslConfiguration> tls;  // bad files: an error naming them, before anything starts
+  if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty())
+    tls = server_tls_configuration(options_.tls_cert_file, options_.tls_key_file);
+  core_ = new ServerCore(options_, std::move(routes), link_, std::move(tls));
   thread_ = new QThread();
   thread_->setObjectName("http-server");
   core_->moveToThread(thread_);
@@ -389,7 +514,8 @@ void HttpServer::stop() {
 
 std::string HttpServer::url() const {
   const bool v6 = options_.host.find(':') != std::string::npos;
-  return "http://" + (v6 ? "[" + options_.host + "]" : options_.host) + ":" + std::to_string(port_);
+  const std::string scheme = options_.tls_cert_file.empty() ? "http://" : "https://";
+  return scheme + (v6 ? "[" + options_.host + "]" : options_.host) + ":" + std::to_string(port_);
 }
 
 HttpServerStats HttpServer::stats() const {

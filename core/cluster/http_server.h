@@ -1,8 +1,11 @@
 // HttpServer: a small HTTP/1.1 server on QTcpServer, running on its own QThread and event loop.
 // Keep-alive and pipelined requests (answered in order), Content-Length bodies only (chunked
-// uploads get 501), limits on header size (431), body size (413) and open connections (503), a
-// slow-client timeout from a request's first byte to its last (408), an idle keep-alive timeout,
-// bearer-token auth on every route (401), and a route table of (method, path) -> handler.
+// uploads get 501), limits on header size (431), body size (413), open connections in all and
+// per client address (503 with Retry-After), requests per second per client address (a token
+// bucket: 429 with Retry-After), a slow-client timeout from a request's first byte to its last
+// (408; a TLS handshake must finish within it too), an idle keep-alive timeout, bearer-token auth
+// on every route (401), optional TLS (PEM certificate and key: HTTPS only on that port; tls.h),
+// and a route table of (method, path) -> handler.
 //
 // Handlers run on the server thread and must not block it: a handler that does heavy work hands
 // its Reply to another thread and calls Reply::send() from there when done (thread-safe, once).
@@ -28,10 +31,14 @@ struct HttpServerOptions {
   uint16_t port = 0;               // 0: any free port (see HttpServer::port())
   std::string bearer_token;        // every request needs "Authorization: Bearer <token>"; empty = none
   HttpLimits limits;
-  int max_connections = 256;       // more -> 503 and close
+  int max_connections = 256;       // open at once; more -> 503 (Retry-After) and close
+  int max_connections_per_peer = 64;   // from one client address (a trainer's router opens <= 30)
+  double max_requests_per_s = 2000;    // per client address, sustained; 0 = no limit
+  double max_request_burst = 4000;     // per client address, at once; beyond the rate -> 429
   int request_timeout_ms = 30000;  // first byte of a request to its last; slower -> 408 and close
   int idle_timeout_ms = 120000;    // a kept-alive connection without a request is closed
   std::string server_name = "grpo-worker";
+  std::string tls_cert_file, tls_key_file;  // both set: HTTPS (PEM files); url() says https://
 };
 
 class ServerCore;
@@ -77,7 +84,7 @@ public:
 
   uint16_t port() const { return port_; }  // the bound port (after start)
   const std::string& host() const { return options_.host; }
-  std::string url() const;                  // "http://127.0.0.1:8000" ("[::1]" for IPv6)
+  std::string url() const;                  // "http://127.0.0.1:8000" ("[::1]" for IPv6; https:// with TLS)
   HttpServerStats stats() const;
 
 private:

@@ -119,8 +119,9 @@ void Router::add_worker(const std::string& url) {
   }
   auto w = std::make_unique<Worker>();
   w->id = next_id_++;
-  w->client = std::make_unique<WorkerClient>(&manager, url, opts_.token);
-  for (size_t i = 0; i < kLanes; ++i) w->lanes.push_back(std::make_unique<WorkerClient>(&nam(i), url, opts_.token));
+  w->client = std::make_unique<WorkerClient>(&manager, url, opts_.token, opts_.tls_pins);
+  for (size_t i = 0; i < kLanes; ++i)
+    w->lanes.push_back(std::make_unique<WorkerClient>(&nam(i), url, opts_.token, opts_.tls_pins));
   w->url = w->client->url();
   workers_[w->id] = std::move(w);
 }

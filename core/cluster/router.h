@@ -38,6 +38,7 @@ namespace grpo::cluster {
 
 struct RouterOptions {
   std::string token;                // the cluster token (Authorization: Bearer)
+  TlsPins tls_pins;                 // https:// workers: accepted certificate fingerprints (tls.h)
   double request_timeout_s = 60;    // a completion slower than this takes its worker out
   double health_timeout_s = 5;
   double load_timeout_s = 300;      // PROXY_LORA_LOAD_TIMEOUT_S

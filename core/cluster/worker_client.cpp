@@ -104,8 +104,8 @@ std::string HttpResult::describe() const {
   return "HTTP " + std::to_string(status) + (head.empty() ? "" : ": " + head);
 }
 
-WorkerClient::WorkerClient(QNetworkAccessManager* nam, std::string base_url, std::string token)
-    : nam_(nam), url_(std::move(base_url)), token_(std::move(token)) {
+WorkerClient::WorkerClient(QNetworkAccessManager* nam, std::string base_url, std::string token, TlsPins pins)
+    : nam_(nam), url_(std::move(base_url)), token_(std::move(token)), pins_(std::move(pins)) {
   while (!url_.empty() && url_.back() == '/') url_.pop_back();
   const QUrl u(QString::fromStdString(url_));
   check(u.isValid() && (u.scheme() == "http" || u.scheme() == "https") && !u.host().isEmpty(), "worker url",
@@ -127,14 +127,15 @@ QNetworkReply* WorkerClient::start(const std::string& method, const std::string&
   req.setRawHeader("Authorization", QByteArray::fromStdString("Bearer " + token_));
   req.setHeader(QNetworkRequest::ContentTypeHeader, "application/json");
   req.setTransferTimeout(std::max(1, static_cast<int>(timeout_s * 1000)));
-  QNetworkReply* reply = method == "GET" ? nam_->get(req) : nam_->post(req, QByteArray::fromStdString(body));
+  QNetworkReply* reply = send_request(*nam_, req, QByteArray::fromStdString(method), QByteArray::fromStdString(body), pins_);
   QObject::connect(reply, &QNetworkReply::finished, reply, [reply, done = std::move(done)] {
     HttpResult r;
     r.status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
     if (reply->isOpen()) r.body = reply->readAll().toStdString();
     if (r.status == 0) {
-      r.error = reply->errorString().toStdString();
-      r.timed_out = reply->error() == QNetworkReply::TimeoutError || reply->error() == QNetworkReply::OperationCanceledError;
+      r.error = network_error(reply);
+      r.timed_out = tls_refusal(reply).empty() && (reply->error() == QNetworkReply::TimeoutError ||
+                                                   reply->error() == QNetworkReply::OperationCanceledError);
     }
     reply->deleteLater();
     done(r);

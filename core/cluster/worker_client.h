@@ -1,7 +1,8 @@
 // WorkerClient: HTTP to one rollout worker (`grpo worker` or a vLLM server) with the request and
 // response shapes of facts §5: POST /v1/completions with token-id prompts, `n`, `logprobs: 0` and
 // `return_token_ids`; load/unload of LoRA adapters; /health; /v1/models; /pause; /resume. Every
-// request carries `Authorization: Bearer <cluster token>` and a transfer timeout.
+// request carries `Authorization: Bearer <cluster token>` and a transfer timeout. https:// URLs
+// work; `pins` (tls.h) make a self-signed worker certificate with one of those fingerprints trusted.
 //
 // Calls are asynchronous (a callback runs in the thread that owns the QNetworkAccessManager, from
 // its event loop); call_sync() runs a local event loop for callers that want to block. The
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/cluster/tls.h"
 
 class QNetworkAccessManager;
 class QNetworkReply;
@@ -59,7 +62,7 @@ CompletionResponse parse_completion_response(const std::string& body, const std:
 struct HttpResult {
   int status = 0;            // HTTP status; 0 when no response came (refused, reset, timeout)
   std::string body;
-  std::string error;         // transport error text ("" when a response came)
+  std::string error;         // transport error text ("" when a response came; TLS: names URL and fingerprints)
   bool timed_out = false;
   bool ok() const { return status >= 200 && status < 300; }
   std::string describe() const;  // "HTTP 404: <body head>" or "connection refused" etc.
@@ -68,7 +71,7 @@ struct HttpResult {
 class WorkerClient {
 public:
   // `nam` must live in the calling thread and outlive the client.
-  WorkerClient(QNetworkAccessManager* nam, std::string base_url, std::string token);
+  WorkerClient(QNetworkAccessManager* nam, std::string base_url, std::string token, TlsPins pins = {});
   const std::string& url() const { return url_; }
 
   using Callback = std::function<void(const HttpResult&)>;
@@ -85,6 +88,7 @@ private:
                        double timeout_s, Callback done);
   QNetworkAccessManager* nam_;
   std::string url_, token_;
+  TlsPins pins_;
 };
 
 }  // namespace grpo::cluster

@@ -26,6 +26,7 @@
 #include "core/cluster/adapter_store.h"
 #include "core/cluster/completion_api.h"
 #include "core/cluster/http_server.h"
+#include "core/cluster/tls.h"
 #include "core/cluster/worker_announcer.h"
 #include "core/cluster/worker_batcher.h"
 #include "core/common/error.h"
@@ -67,7 +68,7 @@ constexpr int64_t kMaxAdapterFileBytes = int64_t(8) << 30;
 
 // GET `url` (with the cluster token) into the file `dest`, on the calling thread (a local event
 // loop). Redirects are not followed (the token must not travel elsewhere). 404 -> HttpError 404.
-void fetch_file(const std::string& url, const std::string& dest, const std::string& token) {
+void fetch_file(const std::string& url, const std::string& dest, const std::string& token, const TlsPins& pins) {
   QNetworkAccessManager nam;
   nam.setRedirectPolicy(QNetworkRequest::ManualRedirectPolicy);
   QNetworkRequest req{QUrl(QString::fromStdString(url))};
@@ -75,7 +76,7 @@ void fetch_file(const std::string& url, const std::string& dest, const std::stri
   req.setTransferTimeout(60000);  // no byte for a minute: give up
   QFile out(QString::fromStdString(dest));
   if (!out.open(QIODevice::WriteOnly)) throw HttpError(500, "cannot write " + dest);
-  std::unique_ptr<QNetworkReply> reply(nam.get(req));
+  std::unique_ptr<QNetworkReply> reply(send_request(nam, req, "GET", {}, pins));
   int64_t written = 0;
   bool too_big = false, write_failed = false;
   auto drain = [&] {
@@ -101,7 +102,7 @@ void fetch_file(const std::string& url, const std::string& dest, const std::stri
   if (status == 404) throw HttpError(404, url + ": not found", "NotFoundError");
   if (reply->error() != QNetworkReply::NoError || status != 200)
     throw HttpError(502, "fetching " + url + " failed: " +
-                             (status ? "HTTP " + std::to_string(status) : reply->errorString().toStdString()));
+                             (status ? "HTTP " + std::to_string(status) : network_error(reply.get())));
 }
 
 // The URL others should use: the bound one, or for a wildcard address (0.0.0.0, ::) the first
@@ -221,7 +222,9 @@ WorkerServer::WorkerServer(WorkerOptions options) : impl_(std::make_unique<Impl>
   ao.max_loras = o.max_loras;
   ao.max_lora_rank = o.max_lora_rank;
   ao.download_root = d.downloads->path().toStdString();
-  ao.fetch = [token = o.token](const std::string& url, const std::string& dest) { fetch_file(url, dest, token); };
+  ao.fetch = [token = o.token, pins = o.tls_pins](const std::string& url, const std::string& dest) {
+    fetch_file(url, dest, token, pins);
+  };
   d.adapters = std::make_unique<AdapterStore>(d.base, ao);
 }
 
@@ -243,6 +246,11 @@ void WorkerServer::start() {
   ho.limits = d.options.limits;
   ho.request_timeout_ms = d.options.request_timeout_ms;
   ho.max_connections = d.options.max_connections;
+  ho.max_connections_per_peer = d.options.max_connections_per_peer;
+  ho.max_requests_per_s = d.options.max_requests_per_s;
+  ho.max_request_burst = 2 * d.options.max_requests_per_s;
+  ho.tls_cert_file = d.options.tls_cert_file;
+  ho.tls_key_file = d.options.tls_key_file;
   d.http = std::make_unique<HttpServer>(ho);
   d.add_routes();
   d.http->route("GET", "/grpo/status", [this](const HttpRequest&, Reply r) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -40,6 +41,10 @@ struct WorkerOptions {
   HttpLimits limits;
   int request_timeout_ms = 30000;
   int max_connections = 256;
+  int max_connections_per_peer = 64;         // HttpServerOptions (http_server.h)
+  double max_requests_per_s = 2000;          // per client address; 0 = no limit
+  std::string tls_cert_file, tls_key_file;   // both set: HTTPS only (PEM)
+  std::vector<std::string> tls_pins;         // https:// lora_path URLs: trusted certificate SHA-256s (tls.h)
   // Fault-injection seam (grpo worker --inject-delay-ms; `grpo bench cluster`'s straggler): each
   // completion's answer is held back this long after it is ready. 0 = off.
   int inject_delay_ms = 0;

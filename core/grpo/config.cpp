@@ -87,6 +87,7 @@ const std::vector<Field>& fields() {
       {"local_generators", &T::local_generators, 0, 64},
       {"worker_urls", &T::worker_urls},
       {"cluster_token_file", &T::cluster_token_file},
+      {"cluster_tls_fingerprint", &T::cluster_tls_fingerprint},
       {"discovery", &T::discovery},
       {"discovery_address", &T::discovery_address},
       {"worker_timeout_s", &T::worker_timeout_s, 0, kInf, true},

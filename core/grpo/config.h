@@ -69,6 +69,7 @@ struct TrainConfig {
   // workers (core/cluster): remote rollout workers reached over HTTP
   std::vector<std::string> worker_urls;  // http(s)://host:port of `grpo worker` or vLLM servers
   std::string cluster_token_file;      // "" = ~/.config/grpo-studio/cluster-token (made on first use)
+  std::string cluster_tls_fingerprint; // https:// workers' certificate SHA-256 (comma-separated; "" = system CAs)
   bool discovery = false;              // listen for signed worker beacons
   std::string discovery_address = "239.255.77.42:29517";  // UDP multicast group:port of beacons
   double worker_timeout_s = 60;        // a completion request slower than this takes the worker out

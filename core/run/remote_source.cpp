@@ -46,6 +46,7 @@ RemoteSourceOptions remote_options_from_config(const grpo::TrainConfig& cfg, con
   o.worker_urls = cfg.worker_urls;
   const std::string token_file = cfg.cluster_token_file.empty() ? cluster::default_token_path() : cfg.cluster_token_file;
   o.token = cluster::load_or_create_token(token_file);
+  o.tls_pins = cluster::parse_tls_pins(cfg.cluster_tls_fingerprint, "cluster_tls_fingerprint");
   o.discovery = cfg.discovery;
   o.discovery_address = cfg.discovery_address;
   o.worker_timeout_s = cfg.worker_timeout_s;
@@ -86,6 +87,7 @@ void RemoteSource::start_in_this_thread() {
         "create a QCoreApplication (or QApplication) before the engine runs with workers");
   cluster::RouterOptions ro;
   ro.token = opts_.token;
+  ro.tls_pins = opts_.tls_pins;
   ro.request_timeout_s = opts_.worker_timeout_s;
   ro.vocab_size = opts_.vocab_size;
   auto router = std::make_unique<cluster::Router>(ro, [this](const nlohmann::json& e) {

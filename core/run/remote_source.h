@@ -35,6 +35,7 @@ namespace grpo::run {
 struct RemoteSourceOptions {
   std::vector<std::string> worker_urls;
   std::string token;                    // the cluster token itself
+  std::vector<std::string> tls_pins;    // cfg.cluster_tls_fingerprint, parsed (core/cluster/tls.h)
   bool discovery = false;
   std::string discovery_address;        // group:port (cfg.discovery_address)
   double discovery_forget_s = 15;

@@ -127,6 +127,8 @@ void RunEndpoint::start() {
   so.port = options_.port;
   so.bearer_token = options_.bearer_token;
   so.server_name = "grpo-trainer";
+  so.tls_cert_file = options_.tls_cert_file;
+  so.tls_key_file = options_.tls_key_file;
   server_ = std::make_unique<cluster::HttpServer>(so);
   auto paused = std::make_shared<std::atomic<bool>>(false);
   Engine* engine = &engine_;

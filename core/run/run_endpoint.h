@@ -34,6 +34,7 @@ struct RunEndpointOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 0;         // 0: any free port
   std::string bearer_token;  // the cluster token
+  std::string tls_cert_file, tls_key_file;  // both set: HTTPS (PEM files; core/cluster/tls.h)
   int64_t max_steps = 0;     // reported in /grpo/run (the engine's config is trainer-thread only)
 };
 

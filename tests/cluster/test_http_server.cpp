@@ -1,8 +1,11 @@
 // HttpServer over real sockets on 127.0.0.1: requests split into pieces, pipelined keep-alive
 // requests answered in order (also when the first reply comes later from another thread), the
-// limits (413 body, 431 headers, 503 connections), malformed input (400, 505, 501 chunked), bearer
-// auth (401), the slow-client timeout (408), routing (404, 405), handler errors in vLLM's error
-// shape, Expect: 100-continue, HTTP/1.0 closing, and replies to clients that went away.
+// limits (413 body, 431 headers, 503 connections in all and per client address with Retry-After,
+// 429 with Retry-After beyond the request rate, and defaults that serve a router's 24 concurrent
+// keep-alive connections), malformed input (400, 505, 501 chunked), bearer auth (401), the
+// slow-client timeout (408, also for headers dribbled byte by byte), routing (404, 405), handler
+// errors in vLLM's error shape, Expect: 100-continue, HTTP/1.0 closing, and replies to clients
+// that went away.
 // The parser is also checked directly on byte strings.
 #include <QTcpSocket>
 #include <QtTest>
@@ -425,7 +428,95 @@ private Q_SLOTS:
     Response r = c.read();
     QCOMPARE(r.status, 503);
     QVERIFY(is_error_body(r, 503));
+    QCOMPARE(r.headers["retry-after"], std::string("1"));
     QCOMPARE(server->stats().connections_open, int64_t(2));
+  }
+
+  void connectionLimitPerClientAddress() {
+    HttpServerOptions o;
+    o.max_connections_per_peer = 2;
+    auto server = make_server(o);
+    auto a = std::make_unique<RawClient>(server->port());
+    RawClient b(server->port());
+    a->send(get("/echo"));
+    b.send(get("/echo"));
+    QCOMPARE(a->read().status, 200);
+    QCOMPARE(b.read().status, 200);
+    RawClient c(server->port());
+    Response r = c.read();
+    QCOMPARE(r.status, 503);
+    QVERIFY(is_error_body(r, 503));
+    QVERIFY2(r.body.find("127.0.0.1") != std::string::npos && r.body.find("per client address") != std::string::npos,
+             r.body.c_str());
+    QCOMPARE(r.headers["retry-after"], std::string("1"));
+    QVERIFY(c.closed_by_peer());
+    a->close();  // a place comes free
+    a.reset();
+    for (int i = 0; i < 250 && server->stats().connections_open > 1; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    RawClient d(server->port());
+    d.send(get("/echo"));
+    QCOMPARE(d.read().status, 200);
+  }
+
+  void requestRateLimitPerClientAddress() {
+    HttpServerOptions o;
+    o.max_requests_per_s = 0.5;  // a request back every 2 s
+    o.max_request_burst = 3;
+    auto server = make_server(o);
+    RawClient c(server->port());
+    for (int i = 0; i < 3; ++i) {  // the burst
+      c.send(get("/echo"));
+      QCOMPARE(c.read().status, 200);
+    }
+    c.send(post("/echo", "over the limit"));
+    Response r = c.read();
+    QCOMPARE(r.status, 429);
+    QVERIFY(is_error_body(r, 429));
+    QVERIFY2(r.body.find("127.0.0.1") != std::string::npos, r.body.c_str());
+    const int retry_after = std::stoi(r.headers["retry-after"]);  // whole seconds, rounded up
+    QVERIFY2(retry_after >= 1 && retry_after <= 2, r.headers["retry-after"].c_str());
+    QVERIFY(c.closed_by_peer());
+    QCOMPARE(server->stats().requests, int64_t(3));  // the fourth reached no handler
+    // After Retry-After the bucket holds a request again.
+    std::this_thread::sleep_for(std::chrono::milliseconds(retry_after * 1000 + 100));
+    RawClient d(server->port());
+    d.send(get("/echo"));
+    QCOMPARE(d.read().status, 200);
+  }
+
+  void defaultLimitsServeARoutersLoad() {
+    // A trainer's router keeps up to 4 x 6 keep-alive connections per worker, each with requests
+    // back to back; the defaults must never refuse any of it.
+    auto server = make_server();
+    std::vector<std::unique_ptr<RawClient>> lanes;
+    for (int i = 0; i < 24; ++i) lanes.push_back(std::make_unique<RawClient>(server->port()));
+    for (int round = 0; round < 10; ++round) {
+      for (auto& c : lanes) c->send(post("/echo", std::to_string(round)));
+      for (auto& c : lanes) {
+        const Response r = c->read();
+        QCOMPARE(r.status, 200);
+        QCOMPARE(json::parse(r.body)["body"].get<std::string>(), std::to_string(round));
+      }
+    }
+    QCOMPARE(server->stats().rejected, int64_t(0));
+    QCOMPARE(server->stats().requests, int64_t(240));
+  }
+
+  void headersDribbledByteByByteTimeOut() {
+    HttpServerOptions o;
+    o.request_timeout_ms = 300;  // from the request's first byte to its last, however it trickles
+    auto server = make_server(o);
+    RawClient c(server->port());
+    const std::string head = "GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + std::string(200, 'a');
+    Response r;
+    for (size_t i = 0; i < head.size() && r.status == 0; ++i) {  // a byte every 30+ ms until answered
+      c.send(head.substr(i, 1));
+      r = c.read(30);
+    }
+    if (r.status == 0) r = c.read(20000);
+    QCOMPARE(r.status, 408);
+    QVERIFY(c.closed_by_peer());
   }
 
   void expectContinueAndHttp10() {

@@ -429,6 +429,8 @@ private Q_SLOTS:
     QCOMPARE(r.status, 400);
     QVERIFY(error_message(r).find("outside") != std::string::npos);
     QCOMPARE(load("x4", "/etc").status, 400);
+    QCOMPARE(load("x5", std::string("..\0/run/adapters/policy-v1", 26)).status, 400);  // the OS would see ".."
+    QCOMPARE(load("x6", "%2e%2e/outside/policy-x").status, 404);  // JSON is not URL-decoded: a plain name
     // Not there yet (a mount catching up): vLLM's "No adapter found" (404), which routers retry.
     r = load("policy-v9", bucket_ + "/run/adapters/policy-v9");
     QCOMPARE(r.status, 404);

@@ -1,6 +1,6 @@
 // Child processes in tests (a trainer, a worker): ChildProcess is a QProcess that is killed (and
 // reaped, within 10 s) when the test leaves its scope, so a failed check never leaves a server
-// running; wait_for_announced_url reads the "<marker>http://HOST:PORT" line a server prints when
+// running; wait_for_announced_url reads the "<marker>http(s)://HOST:PORT" line a server prints when
 // it is ready (grpo worker: "listening on ", grpo train --serve: "serving run on ").
 #pragma once
 
@@ -27,13 +27,13 @@ inline QByteArray slurp(const QString& path) {
   return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
 }
 
-// Waits at most `seconds` for `p` to print `marker` followed by an http:// URL and a newline, and
+// Waits at most `seconds` for `p` to print `marker` followed by an http(s):// URL and a newline, and
 // returns the URL ("" when the process ends or time runs out first). The output is read from
 // `out_file` when given (children writing to files never block on a full pipe), else from the
 // process's stdout pipe. `seen`, when given, receives everything read (for failure messages).
 inline QString wait_for_announced_url(QProcess& p, const QByteArray& marker, int seconds,
                                       const QString& out_file = {}, QByteArray* seen = nullptr) {
-  const QByteArray needle = marker + "http://";
+  const QByteArray needle = marker + "http";  // http:// or https://
   QByteArray out;
   QElapsedTimer t;
   t.start();

@@ -190,10 +190,16 @@ private Q_SLOTS:
     QCOMPARE(request(port, "GET", "/grpo/bucket/../config.json", token).status, 403);
     QCOMPARE(request(port, "GET", "/grpo/bucket/%2e%2e/config.json", token).status, 403);
     QCOMPARE(request(port, "GET", "/grpo/bucket/policy-v1//SHA256SUMS", token).status, 403);
+    QCOMPARE(request(port, "GET", "/grpo/bucket/policy-v1%2f..%2f..%2fconfig.json", token).status, 403);
+    QCOMPARE(request(port, "GET", "/grpo/bucket/%2fetc%2fpasswd", token).status, 403);  // absolute
+    QCOMPARE(request(port, "GET", "/grpo/bucket/policy-v1%00/SHA256SUMS", token).status, 403);
+    QCOMPARE(request(port, "GET", "/grpo/bucket/%252e%252e/config.json", token).status, 404);  // decoded once
     QCOMPARE(request(port, "GET", "/grpo/bucket/policy-v999999/SHA256SUMS", token).status, 404);
     QCOMPARE(request(port, "GET", "/grpo/bucket/", token).status, 404);
     std::filesystem::create_symlink((run_dir + "/config.json").toStdString(), (run_dir + "/adapters/escape").toStdString());
     QCOMPARE(request(port, "GET", "/grpo/bucket/escape", token).status, 403);
+    std::filesystem::create_directory_symlink(run_dir.toStdString(), (run_dir + "/adapters/escape-dir").toStdString());
+    QCOMPARE(request(port, "GET", "/grpo/bucket/escape-dir/config.json", token).status, 403);
     QCOMPARE(request(port, "POST", "/grpo/bucket/escape", token).status, 405);
 
     // A real `grpo worker` loads a published adapter through the bucket URL (it fetches SHA256SUMS,
