@@ -28,11 +28,15 @@ LossConfig loss_config(const TrainConfig& c, int64_t micro_batches) {
 // One micro-batch, laid out for the forward as blocks of packed sub-rows: the samples'
 // prompt+completion tokens back to back, no attention across samples. A single packed row of
 // T tokens would cost T^2 attention per layer, mostly masked-out pairs between samples, so the
-// members are binned (first-fit decreasing) into sub-rows about as long as the longest member.
-//   separate (CPU): every sub-row is its own (1, used) forward. No padding at all; GEMM time is
-//     linear in rows and per-call overhead is small, so this is the cheapest on a CPU.
-//   padded block (CUDA): one (R, L) forward, fewer and larger kernels; L is the capacity that
-//     minimises the estimated cost R*L + w*R*L^2 (w: attention vs projection FLOPs).
+// members are binned (first-fit decreasing) into sub-rows of a capacity L, and then either
+//   separate: every sub-row is its own (1, used) forward: no padding at all, but one forward
+//     (and backward) per sub-row, each paying the per-operator dispatch cost;
+//   padded block: one (R, L) forward: few, large operators, padding up to L in every sub-row.
+// The layout and L minimise an estimate in token-equivalents:
+//   calls * call_tokens + forwarded tokens (padding included) + w * attended (query, key) pairs
+// (w: attention vs projection FLOPs; call_tokens: the dispatch cost of one forward+backward call
+// in tokens, see forward_backward). Small models on a CPU are dispatch-bound, so short samples
+// go in padded blocks; large ones are FLOP-bound and go separately. CUDA uses blocks (Auto).
 // Positions index the concatenation of the blocks' flattened tokens.
 struct PackedRow {
   std::vector<torch::Tensor> block_ids;  // (R, L) each
@@ -66,7 +70,7 @@ std::vector<std::vector<size_t>> bin_lengths(const std::vector<int64_t>& lengths
 }
 
 PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64_t>& members,
-                    bool separate, double attention_weight) {
+                    RowLayout layout, double attention_weight, double call_tokens) {
   PackedRow r;
   std::vector<int64_t> lengths;
   int64_t longest = 0, total = 0;
@@ -76,17 +80,25 @@ PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64
     total += lengths.back();
   }
   r.tokens = total;
-  std::vector<std::vector<size_t>> best = bin_lengths(lengths, std::max<int64_t>(longest, 1));
+  // Candidate capacities: the longest member, its doublings, everything in one row.
+  std::vector<std::vector<size_t>> best;
   int64_t best_len = std::max<int64_t>(longest, 1);
-  if (!separate) {  // candidate capacities: the longest member, its doublings, everything in one row
-    double best_cost = -1;
-    for (int64_t cap = std::max<int64_t>(longest, 1);; cap = std::min(total, cap * 2)) {
-      auto bins = bin_lengths(lengths, cap);
-      const double R = static_cast<double>(bins.size()), L = static_cast<double>(cap);
-      const double cost = R * L + attention_weight * R * L * L;
-      if (best_cost < 0 || cost < best_cost) best = std::move(bins), best_len = cap, best_cost = cost;
-      if (cap >= total) break;
+  bool separate = false;
+  double best_cost = -1;
+  for (int64_t cap = std::max<int64_t>(longest, 1);; cap = std::min(total, cap * 2)) {
+    auto bins = bin_lengths(lengths, cap);
+    const double R = static_cast<double>(bins.size()), L = static_cast<double>(cap);
+    const double padded = call_tokens + R * L + attention_weight * R * L * L;
+    double unpadded = 0;  // separate sub-rows
+    for (const auto& bin : bins) {
+      double used = 0;
+      for (size_t k : bin) used += static_cast<double>(lengths[k]);
+      unpadded += call_tokens + used + attention_weight * used * used;
     }
+    const bool sep = layout == RowLayout::Separate || (layout == RowLayout::Auto && unpadded < padded);
+    const double cost = sep ? unpadded : padded;
+    if (best_cost < 0 || cost < best_cost) best = std::move(bins), best_len = cap, best_cost = cost, separate = sep;
+    if (cap >= total || layout == RowLayout::Separate) break;  // Separate: sub-rows as long as the longest sample
   }
   // Flat start of every member, and the blocks' tokens.
   std::vector<int64_t> offset(members.size());
@@ -240,15 +252,21 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   const double proj = double(mc.hidden_size) * double(2 * mc.q_dim() + 2 * mc.kv_dim()) +
                       3.0 * double(mc.hidden_size) * double(mc.intermediate_size);
   const double attention_weight = 2.0 * 2.0 * double(mc.q_dim()) / proj;
-  const bool separate = !dev.is_cuda();
+  // Dispatch cost of one forward+backward call per layer, in multiply-adds: measured on the demo
+  // model on a CPU (bench grpo-step, 256 one-sample calls against 19 padded blocks of the same
+  // samples: 16 ms a call against 0.26 ms a token, i.e. ~64 tokens of a 197k-MAC layer).
+  constexpr double kCallMacsPerLayer = 1.26e7;
+  const double call_tokens = kCallMacsPerLayer / proj;
+  const RowLayout layout = row_layout_ == RowLayout::Auto && dev.is_cuda() ? RowLayout::Padded : row_layout_;
 
   std::map<std::string, double> sums;  // token-weighted sums of per-micro-batch metrics
-  double tokens_total = 0, entropy_sum = 0, loss_sum = 0, forwarded = 0;
+  double tokens_total = 0, entropy_sum = 0, loss_sum = 0, forwarded = 0, calls = 0;
   double low_min = 1.0, high_max = 0.0, ratio_min = 1e300, ratio_max = -1e300;
   for (const auto& members : batches.rows) {
-    PackedRow r = build_row(samples, members, separate, attention_weight);
+    PackedRow r = build_row(samples, members, layout, attention_weight, call_tokens);
     if (r.targets.numel() == 0) continue;
     forwarded += static_cast<double>(r.tokens);
+    calls += static_cast<double>(r.block_ids.size());
     auto picked = row_hidden(*model_, r, dev).index_select(0, r.positions.to(dev));  // (N, C)
     torch::Tensor ent;
     auto logp = chunked_token_logprobs(*model_, picked, r.targets.to(dev), config_.temperature, &ent);  // (N)
@@ -312,6 +330,7 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   metrics["loss"] = loss_sum;  // the accumulated objective of this step
   metrics["entropy"] = tokens_total > 0 ? entropy_sum / tokens_total : 0.0;
   metrics["num_tokens"] = forwarded;
+  metrics["batch/forward_calls_per_step"] = calls;  // model forwards (sub-row layout, build_row)
 
   double len_sum = 0, len_min = 1e300, len_max = 0, clipped = 0, term_sum = 0, term_n = 0;
   for (const auto& s : samples) {

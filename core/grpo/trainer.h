@@ -35,6 +35,11 @@ torch::Tensor chunked_token_logprobs(model::CausalLMImpl& model, const torch::Te
                                      const torch::Tensor& targets, double temperature,
                                      torch::Tensor* entropy = nullptr, int64_t chunk_rows = 1024);
 
+// How a micro-batch's sub-rows go through the model (trainer.cpp, build_row): chosen by a cost
+// estimate (Auto), or forced, for benchmarks and for tests that check both layouts agree:
+// Separate is one forward per sub-row as long as the longest sample, Padded one (R, L) block.
+enum class RowLayout { Auto, Separate, Padded };
+
 class GrpoTrainer {
 public:
   GrpoTrainer(model::CausalLM model, const TrainConfig& config);
@@ -50,6 +55,7 @@ public:
   // Live retune of the loss and optimizer settings that may change between steps.
   void retune(const TrainConfig& config);
   const TrainConfig& config() const { return config_; }
+  void set_row_layout(RowLayout layout) { row_layout_ = layout; }
   Optimizer& optimizer() { return *optimizer_; }
   model::CausalLM& model() { return model_; }
 
@@ -57,6 +63,7 @@ private:
   model::CausalLM model_;
   TrainConfig config_;
   std::unique_ptr<Optimizer> optimizer_;
+  RowLayout row_layout_ = RowLayout::Auto;
 };
 
 }  // namespace grpo::grpo

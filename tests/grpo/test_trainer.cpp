@@ -131,6 +131,40 @@ private Q_SLOTS:
     QVERIFY(budget.at("batch/samples_per_row") > 1.0);
   }
 
+  // Both sub-row layouts (one forward per sample, or one padded (R, L) block) give the same
+  // loss and the same gradients as the automatic choice.
+  void rowLayoutsAgree() {
+    auto m = tiny_lora_model();
+    auto samples = make_samples(m);
+    algo::TrainConfig cfg;
+    cfg.loss_type = "dapo";
+    cfg.token_budget = 4096;  // every sample in one micro-batch
+    algo::GrpoTrainer trainer(m, cfg);
+    std::map<algo::RowLayout, double> calls;
+    auto run = [&](algo::RowLayout layout) {
+      trainer.set_row_layout(layout);
+      for (auto& p : m->lora_parameters())
+        if (p.grad().defined()) p.mutable_grad().zero_();
+      const auto metrics = trainer.forward_backward(samples, true);
+      const double loss = metrics.at("loss");
+      calls[layout] = metrics.at("batch/forward_calls_per_step");
+      std::vector<torch::Tensor> grads;
+      for (auto& p : m->lora_parameters()) grads.push_back(p.grad().clone());
+      return std::make_pair(loss, grads);
+    };
+    auto [auto_loss, auto_grads] = run(algo::RowLayout::Auto);
+    for (auto layout : {algo::RowLayout::Separate, algo::RowLayout::Padded}) {
+      auto [loss, grads] = run(layout);
+      QVERIFY2(std::fabs(loss - auto_loss) < 1e-10,
+               qPrintable(QString("loss %1 vs auto %2").arg(loss, 0, 'g', 17).arg(auto_loss, 0, 'g', 17)));
+      QCOMPARE(grads.size(), auto_grads.size());
+      for (size_t i = 0; i < grads.size(); ++i)
+        QVERIFY2(torch::allclose(grads[i], auto_grads[i], 1e-8, 1e-12), qPrintable(QString("gradient %1 differs").arg(i)));
+    }
+    QCOMPARE(calls[algo::RowLayout::Separate], 3.0);  // the layouts really differ: one call a sample
+    QCOMPARE(calls[algo::RowLayout::Padded], 1.0);    // against one (R, L) block
+  }
+
   void stepMovesOnlyLoraParameters() {
     auto m = tiny_lora_model();
     auto samples = make_samples(m);
