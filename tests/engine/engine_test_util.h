@@ -6,6 +6,7 @@
 
 #include <QProcess>
 #include <QStringList>
+#include <QTemporaryDir>
 #include <QUrl>
 #include <QtTest>
 
@@ -19,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cluster/cluster_token.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
 #include "core/grpo/config.h"
@@ -56,6 +58,15 @@ inline std::vector<nlohmann::json> events_named(const std::string& run_dir, cons
 }
 
 // ---------------------------------------------------------------- remote workers
+
+// A temporary bucket holding a run directory and a cluster token file.
+struct Scratch {
+  QTemporaryDir tmp;
+  std::string bucket = tmp.path().toStdString();
+  std::string run_dir = bucket + "/run";
+  std::string token_file = bucket + "/cluster-token";
+  std::string token = grpo::cluster::load_or_create_token(token_file);
+};
 
 // A `grpo worker` child process (killed and reaped when this leaves scope).
 struct WorkerProcess {
@@ -130,6 +141,18 @@ std::string run_engine(grpo::run::Engine& engine, Watch watch, int max_seconds =
   if (timed_out) engine.stop();
   runner.join();
   if (timed_out && failure.empty()) failure = "the run did not end within " + std::to_string(max_seconds) + " s";
+  return failure;
+}
+
+// A whole run with workers alone (no local generator) through run_engine; "" when it ended
+// normally at max_steps. The engine is gone on return, so the accounting event is written.
+inline std::string run_with_workers(const grpo::grpo::TrainConfig& cfg, const std::string& run_dir,
+                                    grpo::run::EngineOptions eo = {}) {
+  eo.local_generators = 0;
+  grpo::run::Engine engine(cfg, run_dir, eo);
+  std::string failure = run_engine(engine, [] {});
+  if (failure.empty() && engine.step() != cfg.max_steps)
+    failure = "the run ended at step " + std::to_string(engine.step()) + " of " + std::to_string(cfg.max_steps);
   return failure;
 }
 

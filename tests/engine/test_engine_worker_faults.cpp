@@ -44,28 +44,18 @@ class TestEngineWorkerFaults : public QObject {
   Q_OBJECT
 private Q_SLOTS:
   void workerThatCannotReadTheBucketIsRoutedAround() {
-    QTemporaryDir tmp;
-    const std::string root = tmp.path().toStdString();
-    const std::string bucket = root + "/bucket", elsewhere = root + "/elsewhere";
-    std::filesystem::create_directories(bucket);
-    std::filesystem::create_directories(elsewhere);
-    const std::string run_dir = bucket + "/run";
-    const std::string token_file = root + "/cluster-token";
-    const std::string token = grpo::cluster::load_or_create_token(token_file);
+    Scratch sc;
+    const std::string &bucket = sc.bucket, &run_dir = sc.run_dir, &token_file = sc.token_file, &token = sc.token;
+    QTemporaryDir other;  // c's bucket: outside the trainer's
+    const std::string elsewhere = other.path().toStdString();
     WorkerProcess a = start_worker(bucket, token_file, 0, "wa");
     WorkerProcess b = start_worker(bucket, token_file, 0, "wb");
     WorkerProcess c = start_worker(elsewhere, token_file, 0, "wc");  // never sees the adapters
     QVERIFY2(!a.url.empty() && !b.url.empty() && !c.url.empty(), "grpo worker did not print its URL");
 
-    auto cfg = worker_config(run_dir, {a.url, b.url, c.url}, token_file, 8);
-    grpo::run::EngineOptions eo;
-    eo.local_generators = 0;
-    {
-      grpo::run::Engine engine(cfg, run_dir, eo);
-      const std::string failure = run_engine(engine, [] {});
-      QVERIFY2(failure.empty(), failure.c_str());
-      QCOMPARE(engine.step(), cfg.max_steps);
-    }
+    const auto cfg = worker_config(run_dir, {a.url, b.url, c.url}, token_file, 8);
+    const std::string failure = run_with_workers(cfg, run_dir);
+    QVERIFY2(failure.empty(), failure.c_str());
     QCOMPARE(read_jsonl(run_dir + "/metrics.jsonl").size(), size_t(cfg.max_steps));
     // Every version was loaded (on a and b): no load failed for everyone, nothing rolled back.
     QVERIFY(events_named(run_dir, "adapter_load_failed").empty());
@@ -104,11 +94,8 @@ private Q_SLOTS:
   }
 
   void garbageAndWrongWeightsAreQuarantined() {
-    QTemporaryDir tmp;
-    const std::string bucket = tmp.path().toStdString();
-    const std::string run_dir = bucket + "/run";
-    const std::string token_file = bucket + "/cluster-token";
-    const std::string token = grpo::cluster::load_or_create_token(token_file);
+    Scratch sc;
+    const std::string &bucket = sc.bucket, &run_dir = sc.run_dir, &token_file = sc.token_file, &token = sc.token;
     WorkerProcess a = start_worker(bucket, token_file, 0, "wa");
     WorkerProcess b = start_worker(bucket, token_file, 0, "wb");
     QVERIFY2(!a.url.empty() && !b.url.empty(), "grpo worker did not print its URL");
@@ -128,15 +115,10 @@ private Q_SLOTS:
     impostor.report_sha = std::string(64, 'b');  // answers policy-vN with other weights
     QVERIFY(junk.start() && shapes.start() && alien.start() && impostor.start());
 
-    auto cfg = worker_config(run_dir, {a.url, b.url, junk.url(), shapes.url(), alien.url(), impostor.url()}, token_file, 8);
-    grpo::run::EngineOptions eo;
-    eo.local_generators = 0;
-    {
-      grpo::run::Engine engine(cfg, run_dir, eo);
-      const std::string failure = run_engine(engine, [] {});
-      QVERIFY2(failure.empty(), failure.c_str());
-      QCOMPARE(engine.step(), cfg.max_steps);
-    }
+    const auto cfg =
+        worker_config(run_dir, {a.url, b.url, junk.url(), shapes.url(), alien.url(), impostor.url()}, token_file, 8);
+    const std::string failure = run_with_workers(cfg, run_dir);
+    QVERIFY2(failure.empty(), failure.c_str());
     for (auto* w : {&a, &b}) w->kill();
     QCOMPARE(read_jsonl(run_dir + "/metrics.jsonl").size(), size_t(cfg.max_steps));
     const auto quarantined = events_named(run_dir, "worker_quarantined");
@@ -169,11 +151,8 @@ private Q_SLOTS:
   }
 
   void slowWorkersChangeNothing() {
-    QTemporaryDir tmp;
-    const std::string bucket = tmp.path().toStdString();
-    const std::string run_dir = bucket + "/run";
-    const std::string token_file = bucket + "/cluster-token";
-    grpo::cluster::load_or_create_token(token_file);
+    Scratch sc;
+    const std::string &bucket = sc.bucket, &run_dir = sc.run_dir, &token_file = sc.token_file;
     const double timeout_s = 2;
     WorkerProcess a = start_worker(bucket, token_file, 0, "wa");
     WorkerProcess slow = start_worker(bucket, token_file, 0, "slow", {"--inject-delay-ms", "300"});
@@ -181,14 +160,8 @@ private Q_SLOTS:
     QVERIFY2(!a.url.empty() && !slow.url.empty() && !late.url.empty(), "grpo worker did not print its URL");
     auto cfg = worker_config(run_dir, {a.url, slow.url, late.url}, token_file, 6);
     cfg.worker_timeout_s = timeout_s;
-    grpo::run::EngineOptions eo;
-    eo.local_generators = 0;
-    {
-      grpo::run::Engine engine(cfg, run_dir, eo);
-      const std::string failure = run_engine(engine, [] {});
-      QVERIFY2(failure.empty(), failure.c_str());
-      QCOMPARE(engine.step(), cfg.max_steps);
-    }
+    const std::string failure = run_with_workers(cfg, run_dir);
+    QVERIFY2(failure.empty(), failure.c_str());
     for (auto* w : {&a, &slow, &late}) w->kill();
     QCOMPARE(read_jsonl(run_dir + "/metrics.jsonl").size(), size_t(cfg.max_steps));
     // The late one is taken out for timing out (and comes back, and times out again).

@@ -9,7 +9,6 @@
 // --worker URL --no-local-rollouts` does the same from the command line.
 #include <QNetworkAccessManager>
 #include <QProcess>
-#include <QTemporaryDir>
 #include <QUdpSocket>
 #include <QtTest>
 
@@ -31,11 +30,8 @@ class TestEngineWorkers : public QObject {
   Q_OBJECT
 private Q_SLOTS:
   void workerKilledAndRestartedMidRun() {
-    QTemporaryDir tmp;
-    const std::string bucket = tmp.path().toStdString();
-    const std::string run_dir = bucket + "/run";
-    const std::string token_file = bucket + "/cluster-token";
-    const std::string token = grpo::cluster::load_or_create_token(token_file);
+    Scratch sc;
+    const std::string &bucket = sc.bucket, &run_dir = sc.run_dir, &token_file = sc.token_file, &token = sc.token;
 
     WorkerProcess a = start_worker(bucket, token_file, 0, "wa");
     WorkerProcess b = start_worker(bucket, token_file, 0, "wb");
@@ -123,11 +119,8 @@ private Q_SLOTS:
   // Discovery only (no worker URLs): the run finds a real worker through its signed beacons on
   // loopback, and trains with it.
   void workerFoundByDiscovery() {
-    QTemporaryDir tmp;
-    const std::string bucket = tmp.path().toStdString();
-    const std::string run_dir = bucket + "/run";
-    const std::string token_file = bucket + "/cluster-token";
-    const std::string token = grpo::cluster::load_or_create_token(token_file);
+    Scratch sc;
+    const std::string &bucket = sc.bucket, &run_dir = sc.run_dir, &token_file = sc.token_file, &token = sc.token;
     WorkerProcess a = start_worker(bucket, token_file, 0, "wa");
     QVERIFY2(!a.url.empty(), "grpo worker did not print its URL");
     quint16 port = 0;
@@ -168,11 +161,8 @@ private Q_SLOTS:
   // The CLI as a user runs it: grpo train CONFIG --worker URL --no-local-rollouts
   // --cluster-token-file F trains with the worker alone.
   void grpoTrainWithWorkerFlags() {
-    QTemporaryDir tmp;
-    const std::string bucket = tmp.path().toStdString();
-    const std::string run_dir = bucket + "/run";
-    const std::string token_file = bucket + "/cluster-token";
-    grpo::cluster::load_or_create_token(token_file);
+    Scratch sc;
+    const std::string &bucket = sc.bucket, &run_dir = sc.run_dir, &token_file = sc.token_file;
     WorkerProcess a = start_worker(bucket, token_file, 0, "wa");
     QVERIFY2(!a.url.empty(), "grpo worker did not print its URL");
     auto cfg = tiny_config(run_dir);
