@@ -25,8 +25,8 @@ namespace grpo::rollout {
 
 namespace {
 
-constexpr size_t kStderrTail = 2048;          // bytes of the program's stderr kept for messages
-constexpr size_t kMaxLine = 16 * 1024 * 1024;  // a reply longer than this is garbage
+constexpr size_t kStderrTail = 2048;           // bytes of the program's stderr kept for messages
+constexpr size_t kStderrPerDrain = 256 * 1024;  // stderr bytes read per drain_stderr() call
 
 double now_s() {
   using namespace std::chrono;
@@ -116,6 +116,11 @@ std::string ExternalReward::request_line(const RewardInput& in) {
 
 // ---- scoring ----
 
+void ExternalReward::set_event_sink(RewardEventSink sink) {
+  std::lock_guard lock(mutex_);
+  sink_ = std::move(sink);
+}
+
 std::vector<std::optional<double>> ExternalReward::score(const std::vector<RewardInput>& batch) {
   std::lock_guard lock(mutex_);
   std::vector<std::optional<double>> out(batch.size());
@@ -135,10 +140,11 @@ std::vector<std::optional<double>> ExternalReward::score(const std::vector<Rewar
       if (pid_ < 0) start();
       out[i] = exchange(batch[i], options_.timeout_s, failure);
     } catch (const Error& e) {
-      failure = Failure{e.what()};
+      failure = Failure{FailureKind::Crash, e.what()};
     }
     if (!failure) {
       consecutive = 0;
+      report(std::nullopt, "");
       continue;
     }
     ++failures_;
@@ -149,6 +155,7 @@ std::vector<std::optional<double>> ExternalReward::score(const std::vector<Rewar
     log_warn("reward \"" + options_.name + "\" (" + options_.command + "): sample " + std::to_string(i) +
              " unscorable: " + failure->cause + "; restarting the program" +
              (tail.empty() ? std::string() : "\n  stderr tail: " + tail));
+    report(failure, tail);
     stop(0);
   }
   if (skipped)
@@ -158,44 +165,88 @@ std::vector<std::optional<double>> ExternalReward::score(const std::vector<Rewar
   return out;
 }
 
+void ExternalReward::report(const std::optional<Failure>& failure, const std::string& tail) {
+  const std::string who = "reward \"" + options_.name + "\" (`" + options_.command + "`)";
+  auto emit = [&](nlohmann::json e) {
+    if (!sink_) return;
+    e["reward"] = options_.name;
+    try {
+      sink_(e);
+    } catch (const std::exception& ex) {  // reporting must never break scoring
+      log_warn(who + ": event not reported: " + ex.what());
+    }
+  };
+  auto clear = [&](const std::string& why) {
+    emit({{"event", open_fault_ + "_cleared"}, {"message", who + ": " + why}, {"failures", fault_failures_}});
+    open_fault_.clear();
+    fault_failures_ = 0;
+  };
+  if (!failure) {
+    if (!open_fault_.empty()) clear("scores samples again after " + std::to_string(fault_failures_) + " failed");
+    return;
+  }
+  std::string kind, advice;
+  switch (failure->kind) {
+    case FailureKind::Timeout:
+      kind = "reward_timeout";
+      advice = "make the program answer each input line within timeout_s (now " + seconds(options_.timeout_s) +
+               ") or raise timeout_s in its reward spec; meanwhile its samples count as unscorable";
+      break;
+    case FailureKind::Crash:
+      kind = "reward_crashed";
+      advice = "run `" + options_.command + "` by hand, send it one JSON line and fix the error it prints; "
+               "it is restarted for every failed sample";
+      break;
+    case FailureKind::Flood:
+      kind = "reward_output_flood";
+      advice = "make the program print exactly one line {\"reward\": ...} (under 1 MiB) per input line and "
+               "write logs to stderr, not stdout";
+      break;
+    case FailureKind::BadReply:
+      kind = "reward_bad_reply";
+      advice = "make the program print one JSON object per input line, {\"reward\": <number or null>}, and "
+               "write logs to stderr, not stdout";
+      break;
+  }
+  if (kind == open_fault_) {
+    ++fault_failures_;
+    return;
+  }
+  if (!open_fault_.empty()) clear("now fails differently (" + kind + ")");
+  open_fault_ = kind;
+  fault_failures_ = 1;
+  nlohmann::json e = {{"event", kind}, {"severity", "warning"},
+                      {"message", who + ": " + failure->cause +
+                                      "; the sample is unscorable (advantage 0) and the program was restarted"},
+                      {"advice", advice}, {"command", options_.command}};
+  if (!tail.empty()) e["stderr_tail"] = tail;
+  emit(std::move(e));
+}
+
 std::optional<double> ExternalReward::exchange(const RewardInput& in, double timeout_s,
                                                std::optional<Failure>& failure) {
   double deadline = now_s() + timeout_s + (fresh_ ? options_.startup_timeout_s : 0.0);
   fresh_ = false;
-  std::string cause;
-  if (!write_all(request_line(in) + "\n", deadline, cause)) {
-    failure = Failure{cause};
+  if (!check_unsolicited_output(failure)) return std::nullopt;
+  if (!write_all(request_line(in) + "\n", deadline, failure)) return std::nullopt;
+  std::optional<std::string> line = read_line(deadline, failure);
+  if (!line) return std::nullopt;
+  if (framer_.has_pending_output()) {  // a second line now would be read as the next sample's reply
+    failure = Failure{FailureKind::Flood, "more than one line of output for one sample"};
     return std::nullopt;
   }
-  std::optional<std::string> line;
-  do {  // blank lines are ignored
-    line = read_line(deadline, cause);
-    if (!line) {
-      failure = Failure{cause};
-      return std::nullopt;
-    }
-  } while (trim(*line).empty());
-
-  auto reply = nlohmann::json::parse(*line, nullptr, /*allow_exceptions=*/false);
-  std::string shown = line->size() > 200 ? line->substr(0, 200) + "..." : *line;
-  if (reply.is_discarded() || !reply.is_object()) {
-    failure = Failure{"garbage output (not a JSON object): " + shown};
-  } else if (!reply.contains("reward")) {
-    failure = Failure{"garbage output (no \"reward\" key): " + shown};
-  } else if (const auto& r = reply["reward"]; r.is_null()) {
-    return std::nullopt;  // the program says: unscorable
-  } else if (r.is_number() && std::isfinite(r.get<double>())) {
-    return r.get<double>();
-  } else {
-    failure = Failure{std::string("garbage output (\"reward\" is ") + r.type_name() +
-                      ", expected a number or null): " + shown};
+  const RewardReply reply = parse_reward_reply(*line);
+  switch (reply.kind) {
+    case RewardReply::Kind::Reward: return reply.value;
+    case RewardReply::Kind::Null: return std::nullopt;  // the program says: unscorable
+    case RewardReply::Kind::Garbage: failure = Failure{FailureKind::BadReply, reply.error}; break;
   }
   return std::nullopt;
 }
 
 // ---- pipes ----
 
-bool ExternalReward::write_all(const std::string& data, double deadline, std::string& cause) {
+bool ExternalReward::write_all(const std::string& data, double deadline, std::optional<Failure>& failure) {
   SigpipeGuard guard;
   size_t done = 0;
   while (done < data.size()) {
@@ -207,21 +258,23 @@ bool ExternalReward::write_all(const std::string& data, double deadline, std::st
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EPIPE) {
       std::string how = exit_description(pid_);
-      cause = "the program stopped reading its input" + (how.empty() ? std::string() : " (" + how + ")");
+      failure = Failure{FailureKind::Crash,
+                        "the program stopped reading its input" + (how.empty() ? std::string() : " (" + how + ")")};
       return false;
     }
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-      cause = std::string("writing to the program failed: ") + std::strerror(errno);
+      failure = Failure{FailureKind::Crash, std::string("writing to the program failed: ") + std::strerror(errno)};
       return false;
     }
     pollfd fds[2] = {{in_fd_, POLLOUT, 0}, {err_fd_, POLLIN, 0}};
     int ms = remaining_ms(deadline);
     if (ms == 0) {
-      cause = "timed out after " + seconds(options_.timeout_s) + " while sending the sample";
+      failure = Failure{FailureKind::Timeout,
+                        "timed out after " + seconds(options_.timeout_s) + " while sending the sample"};
       return false;
     }
     if (::poll(fds, 2, ms) < 0 && errno != EINTR) {
-      cause = std::string("poll failed: ") + std::strerror(errno);
+      failure = Failure{FailureKind::Crash, std::string("poll failed: ") + std::strerror(errno)};
       return false;
     }
     if (fds[1].revents) drain_stderr();
@@ -229,55 +282,70 @@ bool ExternalReward::write_all(const std::string& data, double deadline, std::st
   return true;
 }
 
-std::optional<std::string> ExternalReward::read_line(double deadline, std::string& cause) {
+bool ExternalReward::read_stdout_once(std::optional<Failure>& failure) {
+  char buf[65536];
+  ssize_t n = ::read(out_fd_, buf, sizeof buf);
+  if (n > 0) {
+    if (framer_.append(std::string_view(buf, static_cast<size_t>(n)))) return true;
+    failure = Failure{FailureKind::Flood, framer_.flood()};
+    return false;
+  }
+  if (n == 0) {  // EOF: the program closed stdout or died
+    for (int i = 0; i < 20 && exit_description(pid_).empty(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::string how = exit_description(pid_);
+    failure = Failure{FailureKind::Crash,
+                      "the program crashed or closed its output" + (how.empty() ? std::string() : " (" + how + ")")};
+    return false;
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
+  failure = Failure{FailureKind::Crash, std::string("reading from the program failed: ") + std::strerror(errno)};
+  return false;
+}
+
+bool ExternalReward::check_unsolicited_output(std::optional<Failure>& failure) {
+  framer_.next_request();
+  for (;;) {  // bounded: the framer refuses more than kMaxReplyBytes
+    pollfd fd = {out_fd_, POLLIN, 0};
+    if (::poll(&fd, 1, 0) <= 0 || !fd.revents) break;
+    if (!read_stdout_once(failure)) return false;
+  }
+  if (framer_.has_pending_output()) {
+    failure = Failure{FailureKind::Flood, "output no sample asked for (more than one line for an earlier sample)"};
+    return false;
+  }
+  framer_.clear();  // blank lines only
+  return true;
+}
+
+std::optional<std::string> ExternalReward::read_line(double deadline, std::optional<Failure>& failure) {
   for (;;) {
-    size_t nl = out_buffer_.find('\n');
-    if (nl != std::string::npos) {
-      std::string line = out_buffer_.substr(0, nl);
-      out_buffer_.erase(0, nl + 1);
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      return line;
-    }
-    if (out_buffer_.size() > kMaxLine) {
-      cause = "garbage output (a line longer than 16 MiB)";
-      return std::nullopt;
-    }
+    if (auto line = framer_.next_line()) return line;
     pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
     int ms = remaining_ms(deadline);
     if (ms == 0) {
-      cause = "timed out: no reply within " + seconds(options_.timeout_s);
+      failure = Failure{FailureKind::Timeout, "timed out: no reply within " + seconds(options_.timeout_s)};
       return std::nullopt;
     }
     int rc = ::poll(fds, 2, ms);
     if (rc < 0 && errno != EINTR) {
-      cause = std::string("poll failed: ") + std::strerror(errno);
+      failure = Failure{FailureKind::Crash, std::string("poll failed: ") + std::strerror(errno)};
       return std::nullopt;
     }
     if (fds[1].revents) drain_stderr();
     if (rc <= 0 || !fds[0].revents) continue;
-    char buf[65536];
-    ssize_t n = ::read(out_fd_, buf, sizeof buf);
-    if (n > 0) {
-      out_buffer_.append(buf, static_cast<size_t>(n));
-    } else if (n == 0) {  // EOF: the program closed stdout or died
-      for (int i = 0; i < 20 && exit_description(pid_).empty(); ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      std::string how = exit_description(pid_);
-      cause = "the program crashed or closed its output" + (how.empty() ? std::string() : " (" + how + ")");
-      return std::nullopt;
-    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-      cause = std::string("reading from the program failed: ") + std::strerror(errno);
-      return std::nullopt;
-    }
+    if (!read_stdout_once(failure)) return std::nullopt;
   }
 }
 
 void ExternalReward::drain_stderr() {
   if (err_fd_ < 0) return;
   char buf[4096];
-  for (;;) {
+  // Bounded per call: a program that writes stderr without pause must not keep us here.
+  for (size_t total = 0; total < kStderrPerDrain;) {
     ssize_t n = ::read(err_fd_, buf, sizeof buf);
     if (n > 0) {
+      total += static_cast<size_t>(n);
       err_tail_.append(buf, static_cast<size_t>(n));
       if (err_tail_.size() > kStderrTail) err_tail_.erase(0, err_tail_.size() - kStderrTail);
       continue;
@@ -344,7 +412,7 @@ void ExternalReward::start() {
   out_fd_ = out[0];
   err_fd_ = err[0];
   for (int fd : {in_fd_, out_fd_, err_fd_}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-  out_buffer_.clear();
+  framer_.clear();
   err_tail_.clear();
   fresh_ = true;
   ++starts_;
@@ -367,7 +435,7 @@ void ExternalReward::stop(double grace_s) {
   close_fd(out_fd_);
   close_fd(err_fd_);
   pid_ = -1;
-  out_buffer_.clear();
+  framer_.clear();
   fresh_ = false;
 }
 

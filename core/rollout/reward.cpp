@@ -169,6 +169,10 @@ void RewardSet::set_weights(std::vector<double> weights) {
   weights_ = std::move(weights);
 }
 
+void RewardSet::set_event_sink(const RewardEventSink& sink) {
+  for (auto& fn : functions_) fn->set_event_sink(sink);
+}
+
 RewardScores RewardSet::score(const std::vector<RewardInput>& batch) {
   RewardScores out;
   out.names = names();

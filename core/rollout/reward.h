@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,9 +26,15 @@ struct RewardInput {
   nlohmann::json metadata = nlohmann::json::object();
 };
 
+// Receives fault events of a reward (the shape of one events.jsonl line without "time"/"step":
+// {"event": "reward_timeout", "severity", "message", "advice", ...}). Called on the scoring thread.
+using RewardEventSink = std::function<void(const nlohmann::json& event)>;
+
 class RewardFunction {
 public:
   virtual ~RewardFunction() = default;
+  // Rewards that can fail at run time (external programs) report faults here; others ignore it.
+  virtual void set_event_sink(RewardEventSink) {}
   // The name metrics use: "rewards/<name>/mean" (facts.md §1.6).
   virtual std::string name() const = 0;
   // One value per input, in order; std::nullopt = this function cannot score that sample.
@@ -72,6 +79,7 @@ public:
   std::vector<std::string> names() const;
   const std::vector<double>& weights() const { return weights_; }
   void set_weights(std::vector<double> weights);
+  void set_event_sink(const RewardEventSink& sink);  // passed to every function
 
   // Runs every function on the batch, in order. A function that throws, or returns the wrong
   // number of values, is an error naming the function.

@@ -1,5 +1,6 @@
 // Tests for the `external` reward: small python3 programs written at test time that succeed,
-// return null, hang, crash, print garbage or stop reading; every test is bounded in time.
+// return null, hang, crash, print garbage, flood stdout or stderr, or stop reading; every test is
+// bounded in time. Also the reply framing and parsing on their own (reward_protocol.h).
 #include <QtTest>
 
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <fstream>
 
 #include "core/rollout/external_reward.h"
+#include "core/rollout/reward_protocol.h"
 
 using namespace grpo::rollout;
 
@@ -36,6 +38,19 @@ std::vector<std::optional<double>> opt(std::initializer_list<double> v) {
   return out;
 }
 const double None = std::nan("");
+
+// Collects the fault events an ExternalReward reports.
+struct Events {
+  std::vector<nlohmann::json> all;
+  RewardEventSink sink() {
+    return [this](const nlohmann::json& e) { all.push_back(e); };
+  }
+  std::vector<std::string> kinds() const {
+    std::vector<std::string> out;
+    for (const auto& e : all) out.push_back(e.value("event", ""));
+    return out;
+  }
+};
 
 }  // namespace
 
@@ -233,6 +248,177 @@ time.sleep(60)
     double took = seconds_since(t0);
     QVERIFY2(took >= 0.25 && took < 3, qPrintable(QString::number(took)));
     QVERIFY(process_gone(pid));
+  }
+
+  // ---- faults reported as events (issue 8): hang, flood, stderr ----
+
+  void hangingProgramIsReportedRestartedAndCleared() {
+    ExternalRewardOptions o = script("hang.py", R"(
+for line in sys.stdin:
+    if json.loads(line)["completion"] == "hang":
+        time.sleep(3600)
+    print(json.dumps({"reward": 1}))
+)", /*timeout_s=*/0.5);
+    o.startup_timeout_s = 1.0;
+    ExternalReward r(o);
+    Events ev;
+    r.set_event_sink(ev.sink());
+    QCOMPARE(r.score({sample("a"), sample("hang"), sample("hang"), sample("b")}), opt({1.0, None, None, 1.0}));
+    QCOMPARE(r.starts(), 3);
+    // One event per episode, however many samples it costs, then its _cleared.
+    QCOMPARE(ev.kinds(), (std::vector<std::string>{"reward_timeout", "reward_timeout_cleared"}));
+    const auto& e = ev.all[0];
+    QCOMPARE(e["severity"], nlohmann::json("warning"));
+    QVERIFY2(e["message"].get<std::string>().find("hang.py") != std::string::npos, e.dump().c_str());
+    QVERIFY2(e["message"].get<std::string>().find("timed out") != std::string::npos, e.dump().c_str());
+    QVERIFY2(e["advice"].get<std::string>().find("timeout_s") != std::string::npos, e.dump().c_str());
+    QCOMPARE(e["reward"], nlohmann::json("external"));
+    QCOMPARE(ev.all[1]["failures"], nlohmann::json(2));
+  }
+
+  void megabytesWithoutNewlineAreAFloodWithBoundedMemory() {
+    ExternalReward r(script("flood.py", R"(
+for line in sys.stdin:
+    if json.loads(line)["completion"] == "flood":
+        sys.stdout.write("x" * (8 << 20))
+        sys.stdout.flush()
+        time.sleep(3600)
+    print(json.dumps({"reward": 1}))
+)"));
+    Events ev;
+    r.set_event_sink(ev.sink());
+    QCOMPARE(r.score({sample("a"), sample("flood"), sample("b")}), opt({1.0, None, 1.0}));
+    QCOMPARE(r.starts(), 2);
+    QCOMPARE(ev.kinds(), (std::vector<std::string>{"reward_output_flood", "reward_output_flood_cleared"}));
+    QVERIFY2(ev.all[0]["message"].get<std::string>().find("1 MiB") != std::string::npos, ev.all[0].dump().c_str());
+    QVERIFY(!ev.all[0]["advice"].get<std::string>().empty());
+  }
+
+  void endlessBlankLinesAreAFlood() {
+    ExternalReward r(script("blank.py", R"(
+for line in sys.stdin:
+    if json.loads(line)["completion"] == "blank":
+        while True:
+            sys.stdout.write("\n" * 65536)
+    print(json.dumps({"reward": 1}))
+)"));
+    Events ev;
+    r.set_event_sink(ev.sink());
+    QCOMPARE(r.score({sample("blank"), sample("b")}), opt({None, 1.0}));
+    QCOMPARE(ev.kinds(), (std::vector<std::string>{"reward_output_flood", "reward_output_flood_cleared"}));
+  }
+
+  void manyLinesPerRequestNeverShiftRepliesOntoOtherSamples() {
+    // Replies with the sample's own number; for some samples extra lines follow in the same
+    // write: an extra line must never be taken as a later sample's reply.
+    ExternalReward r(script("chatty.py", R"(
+for line in sys.stdin:
+    n = int(json.loads(line)["completion"])
+    extra = "".join(json.dumps({"reward": 1000 * k + n}) + "\n" for k in range(1, 200)) if n % 3 == 1 else ""
+    sys.stdout.write(json.dumps({"reward": n}) + "\n" + extra)
+    sys.stdout.flush()
+)"));
+    Events ev;
+    r.set_event_sink(ev.sink());
+    std::vector<RewardInput> batch;
+    for (int i = 0; i < 12; ++i) batch.push_back(sample(std::to_string(i)));
+    QCOMPARE(r.score(batch), opt({0, None, 2, 3, None, 5, 6, None, 8, 9, None, 11}));
+    QCOMPARE(r.starts(), 5);
+    QCOMPARE(ev.kinds().front(), std::string("reward_output_flood"));
+    QVERIFY2(ev.all[0]["message"].get<std::string>().find("more than one line") != std::string::npos,
+             ev.all[0].dump().c_str());
+  }
+
+  void outputBetweenRequestsIsCaughtBeforeTheNextSample() {
+    // A line printed after the reply, while no sample is pending, would be read as the next
+    // sample's reply: it is caught before the next sample is sent.
+    ExternalReward r(script("late.py", R"(
+for line in sys.stdin:
+    print(json.dumps({"reward": 1}), flush=True)
+    time.sleep(0.1)
+    print(json.dumps({"reward": 99}), flush=True)
+)"));
+    Events ev;
+    r.set_event_sink(ev.sink());
+    QCOMPARE(r.score({sample("a")}), opt({1.0}));
+    QTest::qWait(600);  // the late line arrives meanwhile (ordering only; nothing timed is asserted)
+    QCOMPARE(r.score({sample("b"), sample("c")}), opt({None, 1.0}));
+    QCOMPARE(ev.kinds(), (std::vector<std::string>{"reward_output_flood", "reward_output_flood_cleared"}));
+    QVERIFY2(ev.all[0]["message"].get<std::string>().find("no sample asked for") != std::string::npos,
+             ev.all[0].dump().c_str());
+  }
+
+  void heavyStderrNeverBlocks() {
+    // One thread writes stderr without pause (it blocks on the pipe unless we drain it, and a
+    // drain that reads until empty would never return); another replies.
+    ExternalReward r(script("noisy.py", R"(
+import threading
+def noise():
+    chunk = "log line that nobody reads\n" * 4096
+    while True:
+        sys.stderr.write(chunk)
+threading.Thread(target=noise, daemon=True).start()
+for line in sys.stdin:
+    sys.stderr.write("x" * (4 << 20))
+    print(json.dumps({"reward": len(json.loads(line)["completion"])}))
+)", /*timeout_s=*/20.0));
+    std::vector<RewardInput> batch;
+    for (int i = 0; i < 10; ++i) batch.push_back(sample(std::string(static_cast<size_t>(i), 'a')));
+    auto scores = r.score(batch);
+    for (int i = 0; i < 10; ++i) QCOMPARE(scores[i], std::optional<double>(i));
+    QCOMPARE(r.starts(), 1);
+    QCOMPARE(r.failures(), 0);
+  }
+
+  void crashAndBadReplyAreReportedAsTheirKinds() {
+    ExternalReward r(script("mixed.py", R"(
+for line in sys.stdin:
+    c = json.loads(line)["completion"]
+    if c == "crash":
+        sys.exit(2)
+    print("not json" if c == "bad" else json.dumps({"reward": 1}))
+)"));
+    Events ev;
+    r.set_event_sink(ev.sink());
+    QCOMPARE(r.score({sample("crash"), sample("bad"), sample("ok")}), opt({None, None, 1.0}));
+    QCOMPARE(ev.kinds(), (std::vector<std::string>{"reward_crashed", "reward_crashed_cleared", "reward_bad_reply",
+                                                   "reward_bad_reply_cleared"}));
+    for (const auto& e : ev.all)
+      if (e.contains("severity")) QVERIFY2(!e.value("advice", "").empty(), e.dump().c_str());
+  }
+
+  // ---- reply framing and parsing alone ----
+
+  void framerKeepsAtMostOneMebibyte() {
+    ReplyFramer f;
+    const std::string chunk(64 * 1024, 'x');
+    int accepted = 0;
+    for (int i = 0; i < 100 && f.append(chunk); ++i) ++accepted;  // 6.4 MiB offered
+    QCOMPARE(accepted, int(kMaxReplyBytes / chunk.size()));
+    QVERIFY(f.buffered() <= kMaxReplyLine);
+    QVERIFY(!f.flood().empty());
+    QVERIFY(!f.next_line());
+
+    ReplyFramer g;  // lines split across reads, CRLF, blank lines skipped
+    QVERIFY(g.append("\n \r\n{\"rew"));
+    QVERIFY(!g.next_line());
+    QVERIFY(g.has_pending_output());
+    QVERIFY(g.append("ard\": 2}\r\n\n"));
+    QCOMPARE(g.next_line(), std::optional<std::string>("{\"reward\": 2}"));
+    QVERIFY(!g.has_pending_output());
+    QVERIFY(!g.next_line());
+  }
+
+  void parseReplyAcceptsOnlyANumberOrNull() {
+    QCOMPARE(parse_reward_reply(R"({"reward": -2.5, "why": "x"})").value, -2.5);
+    QVERIFY(parse_reward_reply(R"({"reward": -2.5})").kind == RewardReply::Kind::Reward);
+    QVERIFY(parse_reward_reply(R"({"reward": null})").kind == RewardReply::Kind::Null);
+    for (const char* bad : {"", "1", "[1]", "{}", R"({"reward": "1"})", R"({"reward": true})", R"({"reward": 1e999})",
+                            R"({"reward": NaN})", "{\"reward\": \"\xff\"}", R"({"reward": 1)"}) {
+      const auto r = parse_reward_reply(bad);
+      QVERIFY2(r.kind == RewardReply::Kind::Garbage, bad);
+      QVERIFY2(r.error.find("garbage output") == 0, bad);
+    }
   }
 };
 
