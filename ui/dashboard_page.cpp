@@ -141,9 +141,7 @@ QString DashboardPage::verdictText() const { return verdict_->text(); }
 
 void DashboardPage::redrawNow(bool force) {
   if (!isVisible() && !force) return;  // a hidden dashboard costs nothing; shown, it catches up
-  // Charts scrolled out of view wait (their revision check redraws them once they show).
-  for (auto* c : charts_)
-    if (force || !c->visibleRegion().isEmpty()) c->redraw(store_, force);
+  for (auto* c : charts_) c->redraw(store_, force);
 }
 
 void DashboardPage::addReports(const QVector<::grpo::run::StepReport>& reports) {

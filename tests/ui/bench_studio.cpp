@@ -1,6 +1,7 @@
 // studio_bench: the desktop app's two speed numbers (issue 6; BENCHMARKS.md), not a test:
 //   redraw   the dashboard holding 100,000 points in every series: time to recompute and
-//            replace every chart's series (downsampling included), and to paint the window
+//            replace every chart's series after a new step in every series (downsampling
+//            included), and to paint the window
 //   latency  GUI event-loop latency while the demo trains at full load: a 5 ms timer's lateness
 //            (p50, p99, max) over the measured window
 // Usage: studio_bench [--points N] [--seconds S] [--steps N]   (QT_QPA_PLATFORM=offscreen works)
@@ -82,7 +83,7 @@ int main(int argc, char** argv) {
     std::printf("downsample: %zu series x %d points to 300 buckets: p50 %.2f ms\n", std::size(keys), points,
                 percentile(sample_ms, 0.5));
     for (int r = 0; r < 30; ++r) {
-      s.add(points + r + 1, "reward", 0.5);  // a new step: every chart is stale
+      for (const char* k : keys) s.add(points + r + 1, k, 0.5);  // a new step in every series, as a live run adds
       QElapsedTimer t;
       t.start();
       w.dashboard()->redrawNow(true);
