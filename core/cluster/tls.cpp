@@ -32,6 +32,14 @@ void require_tls_backend() {
         "install Debian's libssl3 (Qt's OpenSSL plugin, part of libqt6network6, loads it)");
 }
 
+// The certificates of a PEM file (leaf first); throws naming the file when there is none.
+QList<QSslCertificate> read_certificates(const std::string& pem_file) {
+  const auto certs = QSslCertificate::fromData(QByteArray::fromStdString(read_file(pem_file)), QSsl::Pem);
+  check(!certs.isEmpty() && !certs.front().isNull(), pem_file, "no PEM certificate in this file",
+        "expected -----BEGIN CERTIFICATE----- (openssl req -x509 ... -out cert.pem)");
+  return certs;
+}
+
 }  // namespace
 
 TlsPins parse_tls_pins(const std::string& text, const std::string& what) {
@@ -56,18 +64,13 @@ std::string certificate_fingerprint(const QSslCertificate& cert) {
 }
 
 std::string certificate_file_fingerprint(const std::string& pem_file) {
-  const auto certs = QSslCertificate::fromData(QByteArray::fromStdString(read_file(pem_file)), QSsl::Pem);
-  check(!certs.isEmpty() && !certs.front().isNull(), pem_file, "no PEM certificate in this file",
-        "expected -----BEGIN CERTIFICATE----- (openssl req -x509 ... -out cert.pem)");
-  return certificate_fingerprint(certs.front());
+  return certificate_fingerprint(read_certificates(pem_file).front());
 }
 
 QSslConfiguration server_tls_configuration(const std::string& cert_file, const std::string& key_file) {
   require_tls_backend();
   check(!cert_file.empty() && !key_file.empty(), "--tls-cert/--tls-key", "TLS needs both a certificate and its key");
-  const auto certs = QSslCertificate::fromData(QByteArray::fromStdString(read_file(cert_file)), QSsl::Pem);
-  check(!certs.isEmpty() && !certs.front().isNull(), cert_file, "no PEM certificate in this file",
-        "expected -----BEGIN CERTIFICATE----- (openssl req -x509 ... -out cert.pem)");
+  const auto certs = read_certificates(cert_file);
   const QByteArray pem = QByteArray::fromStdString(read_file(key_file));
   QSslKey key;
   for (QSsl::KeyAlgorithm alg : {QSsl::Rsa, QSsl::Ec, QSsl::Dsa}) {
