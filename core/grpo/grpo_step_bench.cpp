@@ -204,9 +204,15 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
   if (cfg.token_budget > 0) cfg.token_budget = std::max(cfg.token_budget, longest);
   cfg.max_completion_length = o.completion_max;
   GrpoTrainer trainer(m, cfg);
+  const RowLayout layout = o.row_layout == "separate" ? RowLayout::Separate
+                           : o.row_layout == "padded" ? RowLayout::Padded
+                                                      : RowLayout::Auto;
+  check(o.row_layout == "auto" || layout != RowLayout::Auto, "bench grpo-step",
+        "--row-layout is '" + o.row_layout + "', expected auto, separate or padded");
+  trainer.set_row_layout(layout);
 
   std::vector<double> losses, times, grad_norms;
-  double rows = 0;
+  double rows = 0, calls = 0;
   for (int i = 0; i < 1 + std::max(1, o.iters); ++i) {
     auto t0 = Clock::now();
     auto metrics = trainer.step(samples);
@@ -215,6 +221,7 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
     losses.push_back(metrics.at("loss"));
     grad_norms.push_back(metrics.at("grad_norm"));
     rows = metrics.at("batch/microbatches_per_step");
+    calls = metrics.at("batch/forward_calls_per_step");
   }
   const double step_s = median(times);
 
@@ -253,6 +260,8 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
       {"python_padded_tokens", py.value("padded_tokens", 0)},
       {"token_budget", cfg.token_budget},
       {"rows", rows},
+      {"row_layout", o.row_layout},
+      {"forward_calls", calls},
       {"per_device_train_batch_size", o.per_device_train_batch_size},
       {"step_s", step_s},
       {"python_step_s", py_step_s},

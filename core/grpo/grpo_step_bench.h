@@ -29,6 +29,7 @@ struct GrpoStepBenchOptions {
   int64_t prompt_min = 64, prompt_max = 128;        // prompt lengths (tokens)
   int64_t completion_min = 32, completion_max = 256;  // ragged completion lengths
   int64_t token_budget = 4096;  // ours: packed rows; 0 = per_device_train_batch_size rows
+  std::string row_layout = "auto";  // ours: "auto" | "separate" | "padded" (GrpoTrainer RowLayout)
   int64_t per_device_train_batch_size = 8;  // the Python (TRL) micro-batch size
   int64_t lora_r = 16;
   double lora_alpha = 32;
@@ -45,7 +46,8 @@ struct GrpoStepBenchOptions {
 
 // Keys: tok_s, python_tok_s, speedup, step_s, python_step_s, loss, python_loss, loss_abs_diff,
 // loss_rel_diff, grad_norm, python_grad_norm, losses, python_losses, samples, tokens (real
-// prompt+completion tokens per step), completion_tokens, python_padded_tokens, rows, model,
+// prompt+completion tokens per step), completion_tokens, python_padded_tokens, rows,
+// row_layout, forward_calls (ours, per step), model,
 // params, lora_params, threads, torch_version (Python's).
 nlohmann::json bench_grpo_step(const GrpoStepBenchOptions& options);
 
