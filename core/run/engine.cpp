@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <dlfcn.h>
 #include <thread>
 
@@ -80,6 +81,7 @@ Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions 
   check(!data_.train.empty(), "dataset", "no training examples");
   stream_ = std::make_unique<rollout::DatasetStream>(data_.train, static_cast<uint64_t>(cfg_.seed));
   rewards_ = rollout::RewardSet::from_json(cfg_.reward_funcs, cfg_.reward_weights);
+  rewards_.set_event_sink([this](const nlohmann::json& e) { event(e); });  // reward_timeout and friends
   dir_.remove_stale_temporaries();  // left by a trainer that was killed mid-write
   if (opts_.resume) restore_from_checkpoint();
   shared_cfg_ = cfg_;
@@ -115,11 +117,83 @@ void Engine::add_source(std::unique_ptr<RolloutSource> source) {
 void Engine::event(nlohmann::json e) {
   e["time"] = wall_time_s();
   e["step"] = step_.load();
-  try {
-    dir_.append_jsonl("events.jsonl", e);
-  } catch (const Error& err) {
-    log_error(err.what());
+  if (opts_.on_event) {
+    try {
+      opts_.on_event(e);
+    } catch (const std::exception& err) {
+      log_error(std::string("event listener: ") + err.what());
+    }
   }
+  // Events the bucket refused (full disk) wait here and go out first, in order, once it takes writes.
+  std::lock_guard<std::mutex> lock(events_mu_);
+  constexpr size_t kMaxUnwritten = 10000;
+  if (unwritten_events_.size() >= kMaxUnwritten) unwritten_events_.pop_front();
+  unwritten_events_.push_back(std::move(e));
+  while (!unwritten_events_.empty()) {
+    try {
+      dir_.append_jsonl("events.jsonl", unwritten_events_.front());
+    } catch (const Error& err) {
+      if (unwritten_events_.size() == 1) log_error(std::string(err.what()) + " (events are kept and written later)");
+      return;
+    }
+    unwritten_events_.pop_front();
+  }
+}
+
+// A bucket that fills up (or hits a quota, a file-size limit, an I/O error) pauses the run instead
+// of ending it: the trainer waits here and retries the same write with backoff (0.25 s doubling to
+// 10 s), and carries on by itself once it succeeds. Writers go through temporary files and
+// renames, so a failed attempt leaves nothing half-written visible. Other errors propagate.
+// During the run stop() ends the wait (the run then fails, naming the write); during the final
+// writes after a stop, a second stop() does.
+void Engine::bucket_write(const std::string& what, const std::function<void()>& write) {
+  const auto t0 = Clock::now();
+  double backoff_s = 0.25;
+  int attempts = 0;
+  EngineState before = EngineState::Running;
+  std::string last;
+  for (;;) {
+    std::string error, errno_text;  // the failure, and its errno text when the file system's doing
+    try {
+      write();
+      break;
+    } catch (const Error& e) {
+      error = e.context().empty() ? e.message() : e.context() + ": " + e.message();  // no "disk full?" hint
+      if ((errno_text = storage_fault_of(error)).empty()) throw;
+    } catch (const c10::Error& e) {
+      error = e.what_without_backtrace();
+      if ((errno_text = storage_fault_of(error)).empty()) throw;
+    }
+    if (++attempts == 1) {
+      before = state_.exchange(EngineState::Paused);
+      const std::string fs = describe_filesystem(dir_.root());
+      event({{"event", "bucket_write_failed"}, {"severity", "error"},
+             {"message", "cannot write " + what + " into the bucket " + dir_.root() + ": " + error + "; the run is paused"},
+             {"advice", "free space on " + fs + (errno_text == std::strerror(EFBIG) ? " or raise the file-size limit (ulimit -f)" : "") +
+                        " (or fix its quota or device); the run resumes by itself once writes succeed"},
+             {"path", dir_.root()}, {"error", errno_text}, {"filesystem", fs}});
+      log_error("bucket full or failing: cannot write " + what + ": " + error +
+                "; the run is paused and retries until writes succeed");
+    } else if (error != last || (attempts & (attempts - 1)) == 0) {
+      log_warn("bucket: writing " + what + " still fails (attempt " + std::to_string(attempts) + "): " + error);
+    }
+    last = error;
+    std::unique_lock<std::mutex> lock(mu_);
+    const bool give_up = control_cv_.wait_for(lock, std::chrono::duration<double>(backoff_s), [&] {
+      return stop_requests_at_end_ < 0 ? stopping_.load() : stop_requests_.load() > stop_requests_at_end_;
+    });
+    if (give_up) throw Error(what, "not written (" + error + "): stopped while the bucket refused writes");
+    backoff_s = std::min(backoff_s * 2, 10.0);
+  }
+  if (attempts == 0) return;
+  EngineState paused = EngineState::Paused;
+  state_.compare_exchange_strong(paused, before);
+  const double waited = seconds_since(t0);
+  event({{"event", "bucket_write_failed_cleared"},
+         {"message", "the bucket takes writes again: wrote " + what + " after " + std::to_string(attempts) +
+                         " failed attempts over " + std::to_string(static_cast<int64_t>(waited)) + " s; the run continues"},
+         {"attempts", attempts}, {"paused_s", waited}});
+  log_info("bucket: " + what + " written after " + std::to_string(attempts) + " failed attempts; resuming");
 }
 
 // ---------------------------------------------------------------- control
@@ -138,6 +212,7 @@ void Engine::resume() {
 }
 
 void Engine::stop() {
+  ++stop_requests_;
   stopping_ = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -450,6 +525,8 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
           if (traces.size() < 8)
             traces.push_back({step, g->result.policy_version, g->group_id, g->example.prompt_text, g->texts[i],
                               g->example.answer.value_or(""), cs[i].finish_reason, g->rewards[i], g->advantages[i]});
+          // Unscorable (every reward None: timeout, crash, ...): trained with advantage 0, and counted.
+          reward_window.add("sample/unscorable_frac", std::isnan(g->rewards[i]) ? 1.0 : 0.0);
           if (cs[i].token_ids.empty()) continue;
           samples.push_back({g->prompt_ids, cs[i].token_ids, cs[i].logprobs, g->advantages[i],
                              cs[i].finish_reason == "length", g->result.policy_version});
@@ -472,11 +549,12 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
       unpublished = true;
       if (step % cfg_.weight_sync_steps == 0) {
         const auto t_sync = Clock::now();
-        publish_version();
+        bucket_write("adapter policy-v" + std::to_string(version_.load() + 1), [&] { publish_version(); });
         unpublished = false;
         m["perf/weight_sync_s"] = seconds_since(t_sync);
       }
-      if (cfg_.save_steps > 0 && step % cfg_.save_steps == 0) save_checkpoint_now();
+      if (cfg_.save_steps > 0 && step % cfg_.save_steps == 0)
+        bucket_write("checkpoint step-" + std::to_string(step), [&] { save_checkpoint_now(); });
 
       // Producer-side metrics of this step's window, and the bottleneck verdict.
       const auto now = Clock::now();
@@ -523,15 +601,15 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
         if (!std::isnan(acc)) report.metrics["eval/accuracy"] = acc;
       }
       for (const auto& t : traces)
-        dir_.append_jsonl("samples.jsonl", {{"step", t.step}, {"policy_version", t.policy_version}, {"group", t.group},
+        bucket_write("samples.jsonl", [&] { dir_.append_jsonl("samples.jsonl", {{"step", t.step}, {"policy_version", t.policy_version}, {"group", t.group},
                                             {"prompt", t.prompt}, {"completion", t.completion}, {"answer", t.answer},
                                             {"reward", std::isnan(t.reward) ? nlohmann::json() : nlohmann::json(t.reward)},
-                                            {"advantage", t.advantage}, {"finish_reason", t.finish_reason}});
+                                            {"advantage", t.advantage}, {"finish_reason", t.finish_reason}}); });
       report.samples = std::move(traces);
       nlohmann::json rec = {{"step", step}, {"time", wall_time_s()}, {"policy_version", version_.load()},
                             {"verdict", report.verdict}};
       for (const auto& [k, v] : report.metrics) rec[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
-      dir_.append_jsonl("metrics.jsonl", rec);
+      bucket_write("metrics.jsonl", [&] { dir_.append_jsonl("metrics.jsonl", rec); });
       tensorboard.log_metrics(rec);
       if (on_step) on_step(report);
     }
@@ -550,9 +628,11 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
     throw Error("engine", failure);
   }
   state_ = EngineState::Stopping;
-  if (unpublished || version_.load() == 0) publish_version();
-  save_checkpoint_now();
-  model::save_adapter(*policy_.model, dir_.path("adapter"));
+  stop_requests_at_end_ = stop_requests_.load();  // from here a further stop() ends a bucket wait
+  if (unpublished || version_.load() == 0)
+    bucket_write("adapter policy-v" + std::to_string(version_.load() + 1), [&] { publish_version(); });
+  bucket_write("the final checkpoint", [&] { save_checkpoint_now(); });
+  bucket_write("adapter/", [&] { model::save_adapter(*policy_.model, dir_.path("adapter")); });
   event({{"event", stopped_early ? "stop" : "finished"}, {"policy_version", version_.load()},
          {"dropped_stale_total", dropped_stale_total_}, {"adapter", dir_.path("adapter")}});
   state_ = EngineState::Finished;

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,8 @@ struct EngineOptions {
   bool resume = false;       // continue from the newest intact checkpoint of the run directory
   // Test seam: called by producers before each generation (e.g. to inject delays).
   std::function<void(const std::string& source)> before_generate;
+  // Called with every event as it happens (events.jsonl gets it too, later if the bucket is full).
+  std::function<void(const nlohmann::json& event)> on_event;
 };
 
 class Engine {
@@ -80,6 +83,9 @@ private:
   void publish_version();
   void save_checkpoint_now();
   void event(nlohmann::json e);
+  // Runs one write into the bucket; while the file system refuses it (full, quota, file size,
+  // I/O error) the run pauses here and retries with backoff (engine.cpp). `what` names it.
+  void bucket_write(const std::string& what, const std::function<void()>& write);
   bool wait_while_paused_or_stopping();
   void restore_from_checkpoint();
 
@@ -108,6 +114,10 @@ private:
 
   std::unique_ptr<BoundedQueue<std::shared_ptr<Group>>> score_queue_, rollout_queue_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> stop_requests_{0};
+  int stop_requests_at_end_ = -1;      // set when run() starts its final writes
+  std::mutex events_mu_;
+  std::deque<nlohmann::json> unwritten_events_;  // events.jsonl refused them (bucket full): retried
   std::atomic<EngineState> state_{EngineState::Idle};
   std::atomic<int64_t> step_{0}, version_{0};
   int64_t dropped_stale_total_ = 0;

@@ -1,15 +1,23 @@
 #include "core/run/run_dir.h"
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <fcntl.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
 
 #include "core/cluster/adapter_store.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/common/log.h"
 #include "core/common/strings.h"
 
 namespace fs = std::filesystem;
@@ -48,18 +56,36 @@ void RunDirectory::write_config(const nlohmann::json& config) const {
 }
 
 void RunDirectory::append_jsonl(const std::string& file, const nlohmann::json& record) const {
+  static std::mutex appending;  // one append at a time, so a torn line can be cut off safely
   const std::string p = path(file);
   const std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::lock_guard lock(appending);
   int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(p, std::string("cannot open for append: ") + std::strerror(errno));
-  ssize_t n;
-  do {
-    n = ::write(fd, line.data(), line.size());
-  } while (n < 0 && errno == EINTR);
-  int err = errno;
+  struct stat before {};
+  const bool sized = ::fstat(fd, &before) == 0;
+  size_t done = 0;
+  int err = 0;
+  while (done < line.size()) {  // one write(2) unless the file system cuts it short
+    ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+    } else if (n < 0 && errno != EINTR) {
+      err = errno;  // the second write of a cut-short line says why (ENOSPC, EFBIG, ...)
+      break;
+    } else if (n == 0) {
+      err = EIO;
+      break;
+    }
+  }
+  if (err && done > 0 && (!sized || ::ftruncate(fd, before.st_size) != 0))
+    log_error(p + ": a torn line could not be cut off (" + std::strerror(errno) + ")");
   ::close(fd);
-  if (n != static_cast<ssize_t>(line.size()))
-    throw Error(p, std::string("append failed: ") + (n < 0 ? std::strerror(err) : "short write"), "is the disk full?");
+  if (err)
+    throw Error(p, std::string("append failed: ") + std::strerror(err) +
+                       (done > 0 ? " (the " + std::to_string(done) + " of " + std::to_string(line.size()) +
+                                       " bytes written were cut off again)"
+                                 : ""));
 }
 
 std::string RunDirectory::adapter_dir(int64_t version) const {
@@ -113,6 +139,39 @@ std::string RunDirectory::publish_adapter(int64_t version, const std::function<v
   for (size_t i = 0; keep > 0 && i + static_cast<size_t>(keep) < versions.size(); ++i)
     fs::remove_all(adapter_dir(versions[i]), ec);
   return final_dir;
+}
+
+std::string storage_fault_of(const std::string& error_text) {
+  for (int e : {ENOSPC, EDQUOT, EFBIG, EIO}) {
+    const std::string text = std::strerror(e);
+    if (error_text.find(text) != std::string::npos) return text;
+  }
+  if (error_text.find("file write failed") != std::string::npos) return "file write failed";  // LibTorch's writer
+  return "";
+}
+
+std::string describe_filesystem(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  // The longest mount point that is a prefix of the path (/proc/self/mounts: device, dir, type).
+  std::string mount = "/", type;
+  std::ifstream mounts("/proc/self/mounts");
+  for (std::string line; std::getline(mounts, line);) {
+    std::istringstream in(line);
+    std::string dev, dir, fstype;
+    if (!(in >> dev >> dir >> fstype)) continue;
+    const std::string s = p.string();
+    const bool under = dir == "/" || (s.compare(0, dir.size(), dir) == 0 && (s.size() == dir.size() || s[dir.size()] == '/'));
+    if (under && dir.size() >= mount.size()) mount = dir, type = fstype;
+  }
+  std::string out = mount;
+  struct statvfs st {};
+  if (::statvfs(p.string().c_str(), &st) == 0 || ::statvfs(mount.c_str(), &st) == 0) {
+    out += " (" + (type.empty() ? std::string() : type + ", ") +
+           format_bytes(static_cast<double>(st.f_bavail) * static_cast<double>(st.f_frsize)) + " free of " +
+           format_bytes(static_cast<double>(st.f_blocks) * static_cast<double>(st.f_frsize)) + ")";
+  }
+  return out;
 }
 
 std::string sha256sums(const std::string& dir) {

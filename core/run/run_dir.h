@@ -23,7 +23,9 @@ public:
   std::string path(const std::string& relative) const;
 
   void write_config(const nlohmann::json& config) const;  // config.json, atomically
-  // Appends one JSON object as one line (a single write(2) with O_APPEND).
+  // Appends one JSON object as one line (a single write(2) with O_APPEND). A write the file system
+  // cuts short (disk full, file-size limit) is truncated away again, so the file never holds a
+  // torn line that a later append would glue onto; appends within the process are serialized.
   void append_jsonl(const std::string& file, const nlohmann::json& record) const;
 
   // Publishes adapters/policy-v<version>/: `write_files(tmp_dir)` fills a temporary directory,
@@ -40,6 +42,13 @@ public:
 private:
   std::string root_;
 };
+
+// Whether a failed write was the file system's doing (full, over quota, file too large, I/O
+// error), told from the error text: the errno text our writers and std::filesystem put there,
+// or LibTorch's "file write failed". Returns that text ("No space left on device"), else "".
+std::string storage_fault_of(const std::string& error_text);
+// The mount holding `path`, for messages: "/mnt/bucket (tmpfs, 12 KiB free of 8.0 MiB)".
+std::string describe_filesystem(const std::string& path);
 
 // "sha256  name" lines for every regular file of `dir` (sorted, as sha256sum writes them).
 std::string sha256sums(const std::string& dir);
