@@ -34,7 +34,7 @@ bool is_bucket_fault(const std::string& why) {
 
 nlohmann::json RouterAccounting::to_json() const {
   return {{"requests", requests}, {"dispatched", dispatched}, {"completed", completed},
-          {"redispatched", redispatched}, {"rejected", rejected}, {"cancelled", cancelled}, {"abandoned", abandoned}};
+          {"redispatched", redispatched}, {"rejected", rejected}, {"cancelled", cancelled}, {"abandoned", abandoned}, {"withdrawn", withdrawn}};
 }
 
 struct Router::Worker {
@@ -66,21 +66,34 @@ struct Router::Batch {
     CompletionRequest req;
     CompletionOutcome out;
     bool done = false;
+    double deadline = 0;  // streamed jobs: given up at this time (now_s clock)
     int worker = -1;
     uint64_t epoch = 0;  // the worker's incarnation it was sent to
     QNetworkReply* reply = nullptr;
   };
-  std::vector<Job> jobs;
+  std::map<size_t, Job> jobs;   // by id; a streamed job is erased once poll() returned it
   std::deque<size_t> pending;
   size_t remaining = 0;
   bool closed = false;
   QEventLoop* loop = nullptr;
+  bool streaming = false;       // submit()/poll(): finished jobs are collected, not awaited all
+  std::vector<size_t> finished;
+  size_t next_id = 0;
 };
 
 Router::Router(RouterOptions options, EventFn on_event)
     : opts_(std::move(options)), on_event_(std::move(on_event)), prefix_(16, opts_.imbalance) {}
 
-Router::~Router() = default;
+Router::~Router() {
+  if (!stream_) return;
+  stream_->closed = true;  // callbacks of replies aborted now return at once
+  for (auto& [id, j] : stream_->jobs)
+    if (j.reply) {
+      QNetworkReply* r = j.reply;
+      j.reply = nullptr;
+      r->abort();
+    }
+}
 
 namespace {
 constexpr size_t kLanes = 4;  // 4 x 6 connections per worker
@@ -403,7 +416,6 @@ int Router::wait_for_workers(int min_up, double timeout_s) {
 std::vector<CompletionOutcome> Router::complete(const std::vector<CompletionRequest>& requests, double deadline_s) {
   nam();
   auto b = std::make_shared<Batch>();
-  b->jobs.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     b->jobs[i].req = requests[i];
     b->pending.push_back(i);
@@ -432,7 +444,7 @@ std::vector<CompletionOutcome> Router::complete(const std::vector<CompletionRequ
   // Deadline: whatever is still out is cancelled and given up.
   b->closed = true;
   b->loop = nullptr;
-  for (auto& j : b->jobs) {
+  for (auto& [id, j] : b->jobs) {
     if (j.done) continue;
     std::lock_guard<std::mutex> lock(mu_);
     if (j.reply) {
@@ -446,7 +458,98 @@ std::vector<CompletionOutcome> Router::complete(const std::vector<CompletionRequ
     j.out.error = j.out.error.empty() ? "no worker answered before the deadline" : j.out.error;
   }
   std::vector<CompletionOutcome> out;
-  for (auto& j : b->jobs) out.push_back(std::move(j.out));
+  for (auto& [id, j] : b->jobs) out.push_back(std::move(j.out));
+  return out;
+}
+
+uint64_t Router::submit(const CompletionRequest& request, double deadline_s) {
+  nam();
+  if (!stream_) {
+    stream_ = std::make_shared<Batch>();
+    stream_->streaming = true;
+  }
+  const size_t id = stream_->next_id++;
+  auto& j = stream_->jobs[id];
+  j.req = request;
+  j.deadline = now_s() + deadline_s;
+  stream_->pending.push_back(id);
+  ++stream_->remaining;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++acc_.requests;
+  return id;
+}
+
+size_t Router::unfinished() const { return stream_ ? stream_->jobs.size() : 0; }
+
+void Router::finish(Batch& b, size_t job) {
+  b.jobs[job].done = true;
+  --b.remaining;
+  if (b.streaming) b.finished.push_back(job);
+}
+
+void Router::give_up(Batch& b, size_t job, const std::string& why, bool withdrawn) {
+  auto& j = b.jobs[job];
+  if (j.done) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (j.reply) {
+      ++acc_.cancelled;
+      if (Worker* w = find(j.worker)) --w->inflight;
+    }
+    ++(withdrawn ? acc_.withdrawn : acc_.abandoned);
+  }
+  b.pending.erase(std::remove(b.pending.begin(), b.pending.end(), job), b.pending.end());
+  j.out.error = j.out.error.empty() ? why : why + " (last: " + j.out.error + ")";
+  finish(b, job);  // before the abort: its callback then sees a finished job and returns
+  if (QNetworkReply* r = j.reply) {
+    j.reply = nullptr;
+    r->abort();
+  }
+  if (b.loop && (b.remaining == 0 || b.streaming)) b.loop->quit();
+}
+
+void Router::cancel_stream(const std::string& why) {
+  if (!stream_) return;
+  for (auto& [id, j] : stream_->jobs)
+    if (!j.done) give_up(*stream_, id, why, /*withdrawn=*/true);
+}
+
+std::vector<std::pair<uint64_t, CompletionOutcome>> Router::poll(double wait_s) {
+  std::vector<std::pair<uint64_t, CompletionOutcome>> out;
+  if (!stream_) return out;
+  auto b = stream_;
+  auto expire = [this, b] {
+    const double t = now_s();
+    std::vector<size_t> late;
+    for (const auto& [id, j] : b->jobs)
+      if (!j.done && t >= j.deadline) late.push_back(id);
+    for (size_t id : late) give_up(*b, id, "no worker answered before the deadline");
+  };
+  kick_probes(false);
+  dispatch(b);
+  expire();
+  if (b->finished.empty() && b->remaining > 0 && wait_s > 0) {
+    QEventLoop loop;
+    b->loop = &loop;
+    const double until = now_s() + wait_s;
+    QTimer tick;
+    tick.setInterval(static_cast<int>(std::clamp(wait_s * 1000.0, 1.0, 100.0)));
+    QObject::connect(&tick, &QTimer::timeout, &loop, [&] {
+      kick_probes(false);  // returning workers join while requests are out
+      dispatch(b);
+      expire();
+      if (!b->finished.empty() || now_s() >= until) loop.quit();
+    });
+    tick.start();
+    loop.exec();
+    b->loop = nullptr;
+  }
+  for (size_t id : b->finished) {
+    auto it = b->jobs.find(id);
+    out.emplace_back(id, std::move(it->second.out));
+    b->jobs.erase(it);
+  }
+  b->finished.clear();
   return out;
 }
 
@@ -459,6 +562,10 @@ void Router::dispatch(const std::shared_ptr<Batch>& b) {
     const size_t job = b->pending.front();
     b->pending.pop_front();
     auto& j = b->jobs[job];
+    if (retired_.count(j.req.model)) {  // its version left the staleness window while it waited
+      give_up(*b, job, "adapter " + j.req.model + " was unloaded (too stale)");
+      continue;
+    }
     const int64_t hits = prefix_.stats().affinity;
     const int id = prefix_.choose(cands, j.req.model, j.req.prompt);
     Worker* w = find(id);
@@ -481,7 +588,9 @@ void Router::dispatch(const std::shared_ptr<Batch>& b) {
 
 void Router::on_answer(const std::shared_ptr<Batch>& b, size_t job, int worker_id, const HttpResult& r) {
   if (b->closed) return;  // counted as cancelled when the batch closed
-  auto& j = b->jobs[job];
+  auto found = b->jobs.find(job);
+  if (found == b->jobs.end() || found->second.done) return;  // given up meanwhile (counted there)
+  auto& j = found->second;
   j.reply = nullptr;
   Worker* w = find(worker_id);
   std::unique_lock<std::mutex> lock(mu_);
@@ -516,6 +625,8 @@ void Router::on_answer(const std::shared_ptr<Batch>& b, size_t job, int worker_i
     } catch (const Error& e) {
       fault = e.what();
     }
+  } else if (r.status == 404 && retired_.count(j.req.model)) {
+    reject = "adapter " + j.req.model + " was unloaded (too stale) while the request was out";
   } else if (r.status == 0 || r.status >= 500 || r.status == 404 || r.status == 401 || r.status == 408) {
     // Unreachable, hung, broken, not serving this adapter (404) or not sharing our token (401).
     fault = "/v1/completions: " + r.describe();
@@ -531,8 +642,7 @@ void Router::on_answer(const std::shared_ptr<Batch>& b, size_t job, int worker_i
     }
     j.out.ok = true;
     j.out.response = std::move(resp);
-    j.done = true;
-    --b->remaining;
+    finish(*b, job);
   } else if (!fault.empty()) {
     // Take the worker out only for a fault of its current incarnation (not a late answer from
     // before it was taken out and came back).
@@ -543,7 +653,7 @@ void Router::on_answer(const std::shared_ptr<Batch>& b, size_t job, int worker_i
       // A hung worker's other requests in flight would each wait for their own timeout: abort
       // them (from the event loop, not from here) so they go elsewhere now. After a refused or
       // reset connection they fail on their own, and aborting those confuses QNetworkReply.
-      for (auto& other : b->jobs)
+      for (auto& [other_id, other] : b->jobs)
         if (r.timed_out && !other.done && other.worker == worker_id && other.epoch == j.epoch && other.reply)
           QMetaObject::invokeMethod(
               other.reply, [reply = other.reply] { if (reply->isRunning()) reply->abort(); }, Qt::QueuedConnection);
@@ -557,21 +667,17 @@ void Router::on_answer(const std::shared_ptr<Batch>& b, size_t job, int worker_i
       std::lock_guard<std::mutex> g(mu_);
       ++acc_.rejected;
       ++acc_.abandoned;
-      j.done = true;
-      --b->remaining;
+      finish(*b, job);
     }
   } else {
     std::lock_guard<std::mutex> g(mu_);
     ++acc_.rejected;
     ++acc_.abandoned;
     j.out.error = reject;
-    j.done = true;
-    --b->remaining;
+    finish(*b, job);
   }
-  if (b->remaining == 0) {
-    if (b->loop) b->loop->quit();
-    return;
-  }
+  if (b->loop && (b->remaining == 0 || !b->finished.empty())) b->loop->quit();
+  if (b->remaining == 0) return;
   dispatch(b);
 }
 
@@ -642,6 +748,7 @@ void Router::load_adapter(const std::string& name, const std::string& path, cons
 void Router::unload_adapter(const std::string& name) {
   nam();
   live_.erase(name);
+  retired_.insert(name);
   QEventLoop loop;
   size_t left = 0;
   for (auto& [id, w] : workers_) {

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,9 +55,10 @@ struct RouterOptions {
 
 // Every dispatch ends as exactly one of completed / redispatched / rejected / cancelled:
 //   dispatched == completed + redispatched + rejected + cancelled
-// and every request ends answered or abandoned:  requests == completed + abandoned.
+// and every request ends answered, abandoned (given up), or withdrawn by the caller while out
+// (cancel_stream at the end of a run):  requests == completed + abandoned + withdrawn.
 struct RouterAccounting {
-  int64_t requests = 0, dispatched = 0, completed = 0, redispatched = 0, rejected = 0, cancelled = 0, abandoned = 0;
+  int64_t requests = 0, dispatched = 0, completed = 0, redispatched = 0, rejected = 0, cancelled = 0, abandoned = 0, withdrawn = 0;
   nlohmann::json to_json() const;
 };
 
@@ -112,6 +114,17 @@ public:
 
   std::vector<CompletionOutcome> complete(const std::vector<CompletionRequest>& requests, double deadline_s);
 
+  // Streaming dispatch (the engine's remote producer): requests join one long-lived stream with
+  // submit() and stay in flight between calls; poll() runs the router for up to `wait_s` (less
+  // once something finished) and returns every request that finished since the last poll,
+  // answered or given up, by the id submit() returned. A slow worker then holds up only its own
+  // requests. A request still unanswered `deadline_s` after submit() is given up.
+  uint64_t submit(const CompletionRequest& request, double deadline_s);
+  std::vector<std::pair<uint64_t, CompletionOutcome>> poll(double wait_s);
+  size_t unfinished() const;  // submitted and not yet returned by poll()
+  // Gives up every unfinished streamed request (the next poll() returns them).
+  void cancel_stream(const std::string& why);
+
   // All-or-nothing load on every worker that is up; remembered as live and loaded on workers that
   // join later. `sha256` (of adapter_model.safetensors; "" = unknown) is checked against what
   // workers report. Throws grpo::Error naming the worker and its answer when the load failed.
@@ -150,6 +163,8 @@ private:
   void quarantine(Worker& w, const std::string& reason);      // take_out, then kept out a while
   void bucket_unreadable(Worker& w, const std::string& why);  // its event, once per episode
   void dispatch(const std::shared_ptr<Batch>& b);
+  void finish(Batch& b, size_t job);  // the job is answered or given up
+  void give_up(Batch& b, size_t job, const std::string& why, bool withdrawn = false);
   void on_answer(const std::shared_ptr<Batch>& b, size_t job, int worker_id, const HttpResult& r);
   int broadcast(const std::string& path, const nlohmann::json& body);
   void emit_event(nlohmann::json e);
@@ -166,6 +181,8 @@ private:
   PrefixRouter prefix_;
   RouterAccounting acc_;
   std::map<std::string, Adapter> live_;
+  std::set<std::string> retired_;  // unloaded adapter names: requests still naming them are given up
+  std::shared_ptr<Batch> stream_;  // submit()/poll()
   int64_t adapter_order_ = 0;
   std::string base_model_;
   std::mutex commands_mu_;

@@ -29,6 +29,20 @@ public:
     return true;
   }
 
+  // Queues `item` only if there is room now (and moves from it only then); false when full or
+  // closed. For producers that must not block (a streaming source's event loop).
+  bool try_push(T& item) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ || items_.size() >= capacity_) return false;
+    items_.push_back(std::move(item));
+    not_empty_.notify_one();
+    return true;
+  }
+  bool closed() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return closed_;
+  }
+
   // Waits up to `timeout` for an item; nullopt on timeout or when closed and drained.
   template <class Rep, class Period>
   std::optional<T> pop_for(std::chrono::duration<Rep, Period> timeout) {

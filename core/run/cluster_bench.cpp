@@ -112,8 +112,8 @@ std::string accounting_violation(const nlohmann::json& a) {
   const auto& r = a.at("router");
   if (n(r, "dispatched") != n(r, "completed") + n(r, "redispatched") + n(r, "rejected") + n(r, "cancelled"))
     return "router: dispatched != completed + redispatched + rejected + cancelled (" + r.dump() + ")";
-  if (n(r, "requests") != n(r, "completed") + n(r, "abandoned"))
-    return "router: requests != completed + abandoned (" + r.dump() + ")";
+  if (n(r, "requests") != n(r, "completed") + n(r, "abandoned") + r.value("withdrawn", int64_t{0}))
+    return "router: requests != completed + abandoned + withdrawn (" + r.dump() + ")";
   if (n(a, "duplicate_groups") != 0) return "a group was delivered twice (" + a.dump() + ")";
   if (n(a, "delivered_completions") + n(a, "discarded_completions") != n(r, "completed"))
     return "source: delivered + discarded != router completed (" + a.dump() + ")";
@@ -168,7 +168,7 @@ nlohmann::json summarize_worker_run(const std::string& run_dir, int64_t warmup_s
     }
   int64_t dropped = 0, sources = 0;
   nlohmann::json sum = {{"requests", 0}, {"dispatched", 0}, {"completed", 0}, {"redispatched", 0}, {"rejected", 0},
-                        {"cancelled", 0}, {"abandoned", 0}, {"delivered_completions", 0},
+                        {"cancelled", 0}, {"abandoned", 0}, {"withdrawn", 0}, {"delivered_completions", 0},
                         {"discarded_completions", 0}, {"duplicate_groups", 0}, {"failed_batches", 0}};
   nlohmann::json violations = nlohmann::json::array();
   int64_t lost = 0;

@@ -278,6 +278,7 @@ bool Engine::wait_while_paused_or_stopping() {
 // ---------------------------------------------------------------- producers and scorer
 
 void Engine::producer_loop(RolloutSource* source) {
+  if (source->streams()) return stream_loop(source);
   const int64_t G = cfg_.num_generations;
   while (!stopping_.load()) {
     if (!wait_while_paused_or_stopping()) break;
@@ -332,6 +333,81 @@ void Engine::producer_loop(RolloutSource* source) {
       rollout_metrics_.add("rollout/duration_s", groups[i]->result.duration_s);
     }
   }
+}
+
+// Streaming sources (remote workers): a group goes out whenever max_inflight_tasks has room and
+// comes back whenever it is done, in any order, so a slow worker delays only its own groups. The
+// source never blocks on the scorer queue: a finished group it cannot hand over yet stays with it
+// (still counted in flight), and nothing new goes out until it is taken.
+void Engine::stream_loop(RolloutSource* source) {
+  const int64_t G = cfg_.num_generations;
+  std::map<int64_t, std::shared_ptr<Group>> out;  // by group id: sent, not yet handed over
+  int64_t fed = 0;
+  auto release = [&](int64_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    inflight_samples_ -= n * G;
+    inflight_cv_.notify_all();
+  };
+  auto room = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t limit = std::max<int64_t>(G, shared_cfg_.resolved_max_inflight_tasks());
+    return !stopping_.load() && !paused_ && inflight_samples_ + G <= limit;
+  };
+  RolloutSource::StreamHooks hooks;
+  hooks.stop = [&] { return stopping_.load(); };
+  hooks.next = [&](rollout::SamplingParams* params) -> std::optional<RolloutRequest> {
+    if (!room()) return std::nullopt;
+    // The test seam runs once per prompts_per_step groups, as it does per batch elsewhere.
+    if (opts_.before_generate && fed % std::max<int64_t>(1, cfg_.prompts_per_step) == 0)
+      opts_.before_generate(source->name());
+    auto g = std::make_shared<Group>();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const int64_t limit = std::max<int64_t>(G, shared_cfg_.resolved_max_inflight_tasks());
+      if (stopping_.load() || paused_ || inflight_samples_ + G > limit) return std::nullopt;
+      inflight_samples_ += G;
+      *params = policy_.sampling_params(shared_cfg_, 0);
+      g->group_id = next_group_id_++;
+      g->example = stream_->next();
+      g->created = Clock::now();
+    }
+    ++fed;
+    g->prompt_ids = policy_.encode_prompt(g->example, cfg_.max_prompt_length);
+    // Each group's RNG stream depends on the seed and its group id only: reproducible anywhere.
+    params->seed = static_cast<uint64_t>(cfg_.seed) * 1000003ULL + static_cast<uint64_t>(g->group_id);
+    out[g->group_id] = g;
+    return RolloutRequest{g->group_id, static_cast<uint64_t>(g->example.index), g->prompt_ids, G};
+  };
+  hooks.offer = [&](RolloutResult& r) -> bool {
+    auto it = out.find(r.group_id);
+    if (it == out.end()) return true;  // not ours (cannot happen): nothing to hand over
+    std::shared_ptr<Group> g = it->second;
+    g->result = r;
+    g->generated = Clock::now();
+    const double duration = r.duration_s;
+    if (!score_queue_->try_push(g)) return false;  // full: offered again later (g kept); closed: stopping
+    out.erase(it);
+    release(1);
+    std::lock_guard<std::mutex> lock(mu_);
+    rollout_metrics_.add("rollout/score_block_s", 0.0);
+    rollout_metrics_.add("rollout/duration_s", duration);
+    return true;
+  };
+  hooks.fail = [&](int64_t group_id, const std::string& why) {
+    if (out.erase(group_id) == 0) return;
+    release(1);
+    if (!stopping_.load()) log_warn(source->name() + ": group " + std::to_string(group_id) + " skipped: " + why);
+  };
+  while (!stopping_.load()) {  // stream() returns once stopping; a failure is logged and retried
+    try {
+      source->stream(hooks);
+    } catch (const std::exception& e) {
+      event({{"event", "error"}, {"source", source->name()}, {"message", e.what()}});
+      log_warn(source->name() + ": " + e.what());
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  release(static_cast<int64_t>(out.size()));
 }
 
 void Engine::scorer_loop() {

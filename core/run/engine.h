@@ -77,6 +77,7 @@ public:
 private:
   struct Group;
   void producer_loop(RolloutSource* source);
+  void stream_loop(RolloutSource* source);  // producer_loop for sources that stream()
   void scorer_loop();
   std::vector<std::shared_ptr<Group>> collect_groups(int64_t want, std::map<std::string, double>& m);
   void apply_pending_retunes(int64_t step);

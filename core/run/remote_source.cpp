@@ -7,7 +7,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
+#include <optional>
+#include <thread>
 
 #include "core/cluster/cluster_token.h"
 #include "core/cluster/discovery.h"
@@ -159,8 +162,7 @@ void RemoteSource::take_up_new_version() {
   }
 }
 
-std::vector<RolloutResult> RemoteSource::generate(const std::vector<RolloutRequest>& requests,
-                                                  const rollout::SamplingParams& params) {
+void RemoteSource::wait_for_a_worker() {
   start_in_this_thread();
   if (directory_) directory_->poll();
   // No worker yet: wait in short slices, taking in announced workers between them.
@@ -173,29 +175,60 @@ std::vector<RolloutResult> RemoteSource::generate(const std::vector<RolloutReque
   check(router_->workers_up() > 0, name_, "no worker is up",
         "check that `grpo worker` runs, shares the cluster token, and is reachable (workers drained or "
         "paused in the app take no requests)");
+}
+
+// The G completion requests of one group: n = 1 each, as TRL's rollout worker sends them, so the
+// group's requests share a prefix on one worker.
+std::vector<cluster::CompletionRequest> RemoteSource::requests_for(const RolloutRequest& r,
+                                                                   const rollout::SamplingParams& params,
+                                                                   const std::string& model) const {
+  std::vector<cluster::CompletionRequest> out;
+  for (int64_t i = 0; i < r.n; ++i) {
+    cluster::CompletionRequest c;
+    c.model = model;
+    c.prompt = r.prompt_ids;
+    c.max_tokens = params.max_tokens;
+    c.temperature = params.temperature;
+    c.top_p = params.top_p;
+    c.top_k = params.top_k > 0 ? params.top_k : -1;
+    c.min_p = params.min_p;
+    c.stop_token_ids = params.stop_token_ids;
+    c.stop = params.stop;
+    // One RNG stream per completion, derived from the group's seed (reproducible per request).
+    c.seed = params.seed * 1000003ULL + r.prompt_key * 131ULL + static_cast<uint64_t>(i);
+    c.n = 1;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+rollout::Completion RemoteSource::to_completion(const cluster::CompletionOutcome& o) {
+  const auto& ch = o.response.choices.front();
+  rollout::Completion c;
+  c.token_ids = ch.token_ids;
+  c.logprobs.assign(ch.logprobs.begin(), ch.logprobs.end());
+  c.finish_reason = ch.finish_reason;
+  tokens_ += static_cast<int64_t>(c.token_ids.size());
+  return c;
+}
+
+void RemoteSource::count_delivered(const RolloutResult& r) {
+  std::lock_guard<std::mutex> lock(acc_mu_);
+  if (!seen_groups_.insert(r.group_id).second) ++acc_.duplicate_groups;
+  ++acc_.delivered_groups;
+  acc_.delivered_completions += static_cast<int64_t>(r.completions.size());
+}
+
+std::vector<RolloutResult> RemoteSource::generate(const std::vector<RolloutRequest>& requests,
+                                                  const rollout::SamplingParams& params) {
+  wait_for_a_worker();
   const int64_t version = loaded_version_.load();
   const std::string model = model_for(version);
   check(!model.empty(), name_, "the workers did not report their base model id in /v1/models");
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<cluster::CompletionRequest> reqs;
-  for (const auto& r : requests) {
-    for (int64_t i = 0; i < r.n; ++i) {
-      cluster::CompletionRequest c;
-      c.model = model;
-      c.prompt = r.prompt_ids;
-      c.max_tokens = params.max_tokens;
-      c.temperature = params.temperature;
-      c.top_p = params.top_p;
-      c.top_k = params.top_k > 0 ? params.top_k : -1;
-      c.min_p = params.min_p;
-      c.stop_token_ids = params.stop_token_ids;
-      c.stop = params.stop;
-      // One RNG stream per completion, derived from the group's seed (reproducible per request).
-      c.seed = params.seed * 1000003ULL + r.prompt_key * 131ULL + static_cast<uint64_t>(i);
-      c.n = 1;
-      reqs.push_back(std::move(c));
-    }
-  }
+  for (const auto& r : requests)
+    for (auto& c : requests_for(r, params, model)) reqs.push_back(std::move(c));
   // A batch may wait for one re-dispatch after a worker timed out, plus the answer itself.
   const auto outcomes = router_->complete(reqs, 3 * opts_.worker_timeout_s + 10);
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -214,32 +247,108 @@ std::vector<RolloutResult> RemoteSource::generate(const std::vector<RolloutReque
   }
   std::vector<RolloutResult> out;
   size_t k = 0;
-  int64_t tokens = 0;
   for (const auto& r : requests) {
     RolloutResult res;
     res.group_id = r.group_id;
     res.policy_version = version;
     res.source = name_;
     res.duration_s = dt;
-    for (int64_t i = 0; i < r.n; ++i, ++k) {
-      const auto& ch = outcomes[k].response.choices.front();
-      rollout::Completion c;
-      c.token_ids = ch.token_ids;
-      c.logprobs.assign(ch.logprobs.begin(), ch.logprobs.end());
-      c.finish_reason = ch.finish_reason;
-      tokens += static_cast<int64_t>(c.token_ids.size());
-      res.completions.push_back(std::move(c));
-    }
+    for (int64_t i = 0; i < r.n; ++i, ++k) res.completions.push_back(to_completion(outcomes[k]));
     out.push_back(std::move(res));
   }
-  tokens_ += tokens;
-  std::lock_guard<std::mutex> lock(acc_mu_);
-  for (const auto& r : out) {
-    if (!seen_groups_.insert(r.group_id).second) ++acc_.duplicate_groups;
-    ++acc_.delivered_groups;
-    acc_.delivered_completions += static_cast<int64_t>(r.completions.size());
-  }
+  for (const auto& r : out) count_delivered(r);
   return out;
+}
+
+void RemoteSource::stream(const StreamHooks& hooks) {
+  struct Pending {  // a group with requests out
+    RolloutResult result;
+    std::vector<std::optional<cluster::CompletionOutcome>> outcomes;
+    size_t answered = 0;
+    std::string error;
+    std::chrono::steady_clock::time_point started;
+  };
+  std::map<int64_t, Pending> groups;
+  std::map<uint64_t, std::pair<int64_t, size_t>> owner;  // router request id -> (group, index)
+  std::deque<RolloutResult> ready;                       // finished, not yet taken by the engine
+  auto settle = [&](int64_t gid) {
+    auto& g = groups.at(gid);
+    if (g.answered < g.outcomes.size()) return;
+    int64_t ok = 0;
+    for (const auto& o : g.outcomes) ok += o->ok ? 1 : 0;
+    if (ok == static_cast<int64_t>(g.outcomes.size())) {
+      for (const auto& o : g.outcomes) g.result.completions.push_back(to_completion(*o));
+      g.result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - g.started).count();
+      ready.push_back(std::move(g.result));  // delivered once the engine takes it
+    } else {
+      {
+        std::lock_guard<std::mutex> lock(acc_mu_);
+        acc_.discarded_completions += ok;
+        ++acc_.failed_batches;
+      }
+      hooks.fail(gid, std::to_string(static_cast<int64_t>(g.outcomes.size()) - ok) + " of " +
+                          std::to_string(g.outcomes.size()) + " completions failed: " + g.error);
+    }
+    groups.erase(gid);
+  };
+  auto collect = [&](double wait_s) {
+    for (auto& [id, outcome] : router_->poll(wait_s)) {
+      const auto [gid, i] = owner.at(id);
+      owner.erase(id);
+      auto& g = groups.at(gid);
+      if (!outcome.ok && g.error.empty()) g.error = outcome.error;
+      g.outcomes[i] = std::move(outcome);
+      ++g.answered;
+      settle(gid);
+    }
+  };
+  while (!hooks.stop()) {
+    try {
+      if (router_ == nullptr || router_->workers_up() == 0) wait_for_a_worker();
+      else take_up_new_version();
+      if (directory_) directory_->poll();
+    } catch (const Error& e) {  // no worker for now: what is out still finishes or times out
+      if (opts_.on_event) opts_.on_event({{"event", "error"}, {"source", name_}, {"message", e.what()}});
+      log_warn(name_ + ": " + e.what());
+    }
+    if (!router_) {  // could not even start (e.g. the discovery port): try again shortly
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    while (!ready.empty() && hooks.offer(ready.front())) {
+      count_delivered(ready.front());
+      ready.pop_front();
+    }
+    const std::string model = router_->workers_up() > 0 ? model_for(loaded_version_.load()) : std::string();
+    rollout::SamplingParams params;
+    while (ready.empty() && !model.empty()) {  // refill while the engine takes what is done
+      auto r = hooks.next(&params);
+      if (!r) break;
+      auto& g = groups[r->group_id];
+      g.result.group_id = r->group_id;
+      g.result.policy_version = loaded_version_.load();
+      g.result.source = name_;
+      g.started = std::chrono::steady_clock::now();
+      auto reqs = requests_for(*r, params, model);
+      g.outcomes.resize(reqs.size());
+      for (size_t i = 0; i < reqs.size(); ++i)
+        owner[router_->submit(reqs[i], 3 * opts_.worker_timeout_s + 10)] = {r->group_id, i};
+    }
+    collect(0.1);
+  }
+  // Stopping: give up what is out, and report every unfinished group to the engine.
+  if (router_) {
+    router_->cancel_stream("the run is stopping");
+    collect(0);
+  }
+  for (auto& r : ready) {  // answered, never taken: discarded like a failed batch's completions
+    {
+      std::lock_guard<std::mutex> lock(acc_mu_);
+      acc_.discarded_completions += static_cast<int64_t>(r.completions.size());
+    }
+    hooks.fail(r.group_id, "the run is stopping");
+  }
+  for (auto& [gid, g] : groups) hooks.fail(gid, "the run is stopping");
 }
 
 std::vector<WorkerInfo> RemoteSource::workers() const {

@@ -26,6 +26,8 @@
 #include "core/run/rollout_source.h"
 
 namespace grpo::cluster {
+struct CompletionOutcome;
+struct CompletionRequest;
 class Router;
 class WorkerDirectory;
 }  // namespace grpo::cluster
@@ -69,6 +71,8 @@ public:
   std::vector<RolloutResult> generate(const std::vector<RolloutRequest>& requests,
                                       const rollout::SamplingParams& params) override;
   void on_version_published(int64_t version, const std::string& adapter_dir) override;
+  bool streams() const override { return true; }
+  void stream(const StreamHooks& hooks) override;
   int64_t tokens_generated() const override { return tokens_.load(); }
 
   RemoteAccounting accounting() const;
@@ -80,6 +84,11 @@ public:
 
 private:
   void start_in_this_thread();
+  void wait_for_a_worker();  // throws when none is up after wait_for_workers_s
+  std::vector<cluster::CompletionRequest> requests_for(const RolloutRequest& r, const rollout::SamplingParams& params,
+                                                       const std::string& model) const;
+  rollout::Completion to_completion(const cluster::CompletionOutcome& o);
+  void count_delivered(const RolloutResult& r);
   void take_up_new_version();
   std::string model_for(int64_t version) const;
 

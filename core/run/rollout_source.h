@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,20 @@ public:
   virtual void on_version_published(int64_t version, const std::string& adapter_dir) = 0;
   // Generated tokens so far (for rollout/generated_tok_s).
   virtual int64_t tokens_generated() const = 0;
+
+  // Optional streaming form, for sources that keep many groups in flight and finish them in any
+  // order (remote workers: a slow worker then delays only its own groups, not every batch).
+  // stream() runs until hooks.stop() is true, asking next() for new groups while it has room,
+  // handing each finished group to offer() (which may refuse it for now: the source keeps it and
+  // offers it again) and each failed group to fail(). The engine uses stream() when streams().
+  struct StreamHooks {
+    std::function<std::optional<RolloutRequest>(rollout::SamplingParams* params)> next;
+    std::function<bool(RolloutResult& result)> offer;
+    std::function<void(int64_t group_id, const std::string& why)> fail;
+    std::function<bool()> stop;
+  };
+  virtual bool streams() const { return false; }
+  virtual void stream(const StreamHooks& /*hooks*/) {}
 };
 
 }  // namespace grpo::run

@@ -173,7 +173,8 @@ inline std::string accounting_problems(const std::string& run_dir, const grpo::g
   const std::string text = " in " + a.dump();
   if (n(r, "dispatched") != n(r, "completed") + n(r, "redispatched") + n(r, "rejected") + n(r, "cancelled"))
     return "dispatched != completed + redispatched + rejected + cancelled" + text;
-  if (n(r, "requests") != n(r, "completed") + n(r, "abandoned")) return "requests != completed + abandoned" + text;
+  if (n(r, "requests") != n(r, "completed") + n(r, "abandoned") + r.value("withdrawn", int64_t{0}))
+    return "requests != completed + abandoned + withdrawn" + text;
   if (n(a, "duplicate_groups") != 0) return "a group reached the trainer twice" + text;
   if (n(a, "delivered_completions") + n(a, "discarded_completions") != n(r, "completed"))
     return "delivered + discarded != completed" + text;

@@ -17,6 +17,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <unistd.h>
 
@@ -160,7 +162,33 @@ private Q_SLOTS:
     QVERIFY2(!a.url.empty() && !slow.url.empty() && !late.url.empty(), "grpo worker did not print its URL");
     auto cfg = worker_config(run_dir, {a.url, slow.url, late.url}, token_file, 6);
     cfg.worker_timeout_s = timeout_s;
-    const std::string failure = run_with_workers(cfg, run_dir);
+    // Rollouts stream, so the fast workers alone could finish the run before the late one's first
+    // request times out: from step 2 the run is paused (requests out keep going) until the late
+    // worker has been taken out, for at most 30 s.
+    grpo::run::EngineOptions eo;
+    eo.local_generators = 0;
+    std::atomic<bool> late_out{false};
+    eo.on_event = [&](const nlohmann::json& e) {
+      if (e.value("event", "") == "worker_left" && e.value("url", "") == late.url) late_out = true;
+    };
+    std::string failure;
+    {
+      grpo::run::Engine engine(cfg, run_dir, eo);
+      bool paused = false, resumed = false;
+      std::chrono::steady_clock::time_point paused_at;
+      failure = run_engine(engine, [&] {
+        if (!paused && engine.step() >= 2) {
+          engine.pause();
+          paused = true;
+          paused_at = std::chrono::steady_clock::now();
+        }
+        if (paused && !resumed && (late_out.load() || std::chrono::steady_clock::now() - paused_at > std::chrono::seconds(30))) {
+          engine.resume();
+          resumed = true;
+        }
+      });
+      if (failure.empty() && engine.step() != cfg.max_steps) failure = "the run ended at step " + std::to_string(engine.step());
+    }
     QVERIFY2(failure.empty(), failure.c_str());
     for (auto* w : {&a, &slow, &late}) w->kill();
     QCOMPARE(read_jsonl(run_dir + "/metrics.jsonl").size(), size_t(cfg.max_steps));
