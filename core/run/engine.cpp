@@ -629,8 +629,6 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
         unpublished = false;
         m["perf/weight_sync_s"] = seconds_since(t_sync);
       }
-      if (cfg_.save_steps > 0 && step % cfg_.save_steps == 0)
-        bucket_write("checkpoint step-" + std::to_string(step), [&] { save_checkpoint_now(); });
 
       // Producer-side metrics of this step's window, and the bottleneck verdict.
       const auto now = Clock::now();
@@ -686,6 +684,11 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
                             {"verdict", report.verdict}};
       for (const auto& [k, v] : report.metrics) rec[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
       bucket_write("metrics.jsonl", [&] { dir_.append_jsonl("metrics.jsonl", rec); });
+      // The checkpoint comes after the step's metrics line: a kill -9 between the two then resumes
+      // from the previous checkpoint, where the other order left that step missing from
+      // metrics.jsonl (its checkpoint existed, its line did not).
+      if (cfg_.save_steps > 0 && step % cfg_.save_steps == 0)
+        bucket_write("checkpoint step-" + std::to_string(step), [&] { save_checkpoint_now(); });
       tensorboard.log_metrics(rec);
       if (on_step) on_step(report);
     }

@@ -30,8 +30,10 @@ private Q_SLOTS:
     QTemporaryDir tmp;
     const std::string run_dir = tmp.path().toStdString() + "/run";
     auto cfg = tiny_config(run_dir);
-    cfg.max_steps = 40;
-    cfg.save_steps = 2;
+    // Steps of the tiny model take milliseconds: enough of them that four kills, each 1-3 steps
+    // plus up to 150 ms after the previous start, always land before the run's end.
+    cfg.max_steps = 120;
+    cfg.save_steps = 3;
     cfg.max_completion_length = 8;
     const std::string cfg_path = tmp.path().toStdString() + "/run.json";
     auto j = cfg.to_json();
@@ -58,7 +60,7 @@ private Q_SLOTS:
         while (read_jsonl_lenient(run_dir + "/metrics.jsonl") < target && std::chrono::steady_clock::now() < deadline &&
                p.state() == QProcess::Running)
           QTest::qWait(20);
-        QTest::qWait(static_cast<int>(rng() % 400));
+        QTest::qWait(static_cast<int>(rng() % 150));
         QVERIFY2(p.state() == QProcess::Running,
                  qPrintable("grpo train ended before it could be killed: " + QString::fromUtf8(p.readAll())));
         p.kill();  // SIGKILL
@@ -76,7 +78,10 @@ private Q_SLOTS:
 
     // Continuous step count: exactly 1..max_steps, no gaps, no duplicates.
     auto metrics = read_jsonl(run_dir + "/metrics.jsonl");
-    QCOMPARE(metrics.size(), size_t(cfg.max_steps));
+    QString steps;
+    for (const auto& m : metrics) steps += QString::number(m["step"].get<int64_t>()) + " ";
+    QVERIFY2(metrics.size() == size_t(cfg.max_steps), qPrintable("steps in metrics.jsonl: " + steps + "\nevents: " +
+                                                             QString::fromStdString(grpo::read_file(run_dir + "/events.jsonl"))));
     for (size_t i = 0; i < metrics.size(); ++i) QCOMPARE(metrics[i]["step"].get<int64_t>(), int64_t(i + 1));
     // Nothing torn in the bucket.
     grpo::run::RunDirectory dir(run_dir);
