@@ -135,6 +135,9 @@ grpo::TrainConfig worker_run_config(const WorkerRunSettings& w, const std::strin
            {"max_completion_length", w.max_completion_length}, {"max_prompt_length", 64}, {"learning_rate", 1e-3},
            {"r", 8}, {"lora_alpha", 16}, {"token_budget", 4096}, {"max_steps", w.steps}, {"eval_steps", 0},
            {"save_steps", 0}, {"max_staleness", 2}, {"weight_sync_steps", 1}, {"local_generators", 0},
+           // One step of queued rollouts, as the demo preset: a deeper queue (the default 1024
+           // samples is 32 steps here) only fills with groups that grow too stale to train.
+           {"queue_maxsize", w.prompts_per_step * w.num_generations},
            {"worker_urls", w.urls}, {"cluster_token_file", w.token_file}, {"worker_timeout_s", 60}},
           "bench");
   c.output_dir = run_dir;
