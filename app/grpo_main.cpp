@@ -3,12 +3,16 @@
 // once here and printed with its context and hint.
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <iostream>
 
 #include "app/commands.h"
 #include "core/common/error.h"
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) must fail the write with EFBIG, which the engine treats as a
+  // full bucket (pause, retry), instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"GRPO Studio: asynchronous GRPO fine-tuning of LoRA adapters for Hugging Face models"};
   app.set_version_flag("--version", std::string("grpo ") + GRPO_VERSION);
   app.require_subcommand(1);

@@ -3,6 +3,7 @@
 //   grpo-studio --demo [--steps N] [--screenshot F.png]   runs the demo at once; with
 //                                                --screenshot, saves the dashboard and exits
 //   grpo-studio --headless [--steps N]           the demo in the terminal; PNG charts at the end
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 
@@ -17,6 +18,7 @@
 #include "ui/setup_page.h"
 
 int main(int argc, char** argv) {
+  std::signal(SIGXFSZ, SIG_IGN);  // a file-size limit fails writes (the engine pauses) instead of killing the app
   bool headless = false, info_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];

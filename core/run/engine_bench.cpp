@@ -129,7 +129,8 @@ nlohmann::json bench_async(const AsyncBenchOptions& o) {
 nlohmann::json bench_learn(const LearnBenchOptions& o) {
   TempDir tmp;
   auto j = grpo::load_config_file(o.preset);
-  j["model_name_or_path"] = path_join(o.resources, j.value("model_name_or_path", std::string()));
+  const std::string model = j.value("model_name_or_path", std::string());  // relative: to resources/
+  if (model.empty() || model.front() != '/') j["model_name_or_path"] = path_join(o.resources, model);
   grpo::TrainConfig cfg;
   cfg.apply(j, o.preset);
   if (o.max_steps > 0) cfg.max_steps = o.max_steps;
