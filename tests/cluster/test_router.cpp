@@ -5,6 +5,9 @@
 // probed, loaded with the live adapters and used again; the accounting identities hold.
 #include <QtTest>
 
+#include <chrono>
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "core/cluster/router.h"
@@ -57,7 +60,7 @@ std::vector<CompletionRequest> requests(const std::string& model, int prompts, i
 
 void check_identities(const RouterAccounting& a) {
   QCOMPARE(a.dispatched, a.completed + a.redispatched + a.rejected + a.cancelled);
-  QCOMPARE(a.requests, a.completed + a.abandoned);
+  QCOMPARE(a.requests, a.completed + a.abandoned + a.withdrawn);
 }
 
 int count_events(const std::vector<nlohmann::json>& ev, const std::string& name, const std::string& url) {
@@ -245,6 +248,59 @@ private Q_SLOTS:
     check_identities(acc);
     QVERIFY(acc.redispatched >= 1);
     QCOMPARE(acc.completed, int64_t(16));
+  }
+
+  // Streaming (submit/poll, the engine's remote producer): requests stay out between polls and
+  // each comes back exactly once; a hung worker's requests go to the other one after its
+  // timeout; cancel_stream withdraws what is still out, and the next poll returns it.
+  void streamReturnsEachRequestOnceAndWithdrawsOnCancel() {
+    StubWorker a, b;
+    a.index = 1;
+    b.index = 2;
+    b.hang_completions = true;
+    QVERIFY(a.start() && b.start());
+    std::vector<nlohmann::json> events;
+    Router router(options(/*timeout_s=*/1.0), [&](const nlohmann::json& e) { events.push_back(e); });
+    router.add_worker(a.url());
+    router.add_worker(b.url());
+    QCOMPARE(router.wait_for_workers(2, 10), 2);
+    std::map<uint64_t, int> seen;
+    for (const auto& r : requests(router.base_model(), 4, 4)) seen[router.submit(r, 60)] = 0;
+    QCOMPARE(router.unfinished(), size_t(16));
+    size_t got = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (got < 16 && std::chrono::steady_clock::now() < until) {
+      for (auto& [id, o] : router.poll(0.2)) {
+        QVERIFY2(seen.count(id) == 1, "poll returned an id that was never submitted");
+        QCOMPARE(++seen[id], 1);
+        QVERIFY2(o.ok, o.error.c_str());
+        QCOMPARE(o.response.choices[0].token_ids[0], int64_t(1));  // answered by a, the live one
+        ++got;
+      }
+    }
+    QCOMPARE(got, size_t(16));
+    QCOMPARE(router.unfinished(), size_t(0));
+    QVERIFY(count_events(events, "worker_left", b.url()) >= 1);
+    auto acc = router.accounting();
+    check_identities(acc);
+    QCOMPARE(acc.completed, int64_t(16));
+    QCOMPARE(acc.withdrawn, int64_t(0));
+
+    a.hang_completions = true;  // nothing answers now: cancel what is out
+    for (const auto& r : requests(router.base_model(), 1, 3, /*salt=*/7)) seen[router.submit(r, 60)] = 0;
+    QVERIFY(router.poll(0.1).empty());
+    router.cancel_stream("the run is stopping");
+    const auto withdrawn = router.poll(0);
+    QCOMPARE(withdrawn.size(), size_t(3));
+    for (const auto& [id, o] : withdrawn) {
+      QCOMPARE(++seen[id], 1);
+      QVERIFY(!o.ok);
+      QVERIFY2(o.error.find("stopping") != std::string::npos, o.error.c_str());
+    }
+    QCOMPARE(router.unfinished(), size_t(0));
+    acc = router.accounting();
+    check_identities(acc);
+    QVERIFY2(acc.withdrawn == 3 && acc.abandoned == 0, acc.to_json().dump().c_str());
   }
 
   void wrongAdapterHashTakesTheWorkerOut() {
