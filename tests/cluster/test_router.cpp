@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -68,6 +69,24 @@ int count_events(const std::vector<nlohmann::json>& ev, const std::string& name,
   for (const auto& e : ev) n += (e.value("event", "") == name && e.value("url", "") == url) ? 1 : 0;
   return n;
 }
+
+// A live stub worker (index 1) and a hung one (index 2) behind a router with a 1 s timeout,
+// both up.
+struct LiveAndHung {
+  StubWorker a, b;
+  std::vector<nlohmann::json> events;
+  std::unique_ptr<Router> router;  // declared last: destroyed before the workers it talks to
+  bool start() {
+    a.index = 1;
+    b.index = 2;
+    b.hang_completions = true;
+    if (!a.start() || !b.start()) return false;
+    router = std::make_unique<Router>(options(/*timeout_s=*/1.0), [this](const nlohmann::json& e) { events.push_back(e); });
+    router->add_worker(a.url());
+    router->add_worker(b.url());
+    return router->wait_for_workers(2, 10) == 2;
+  }
+};
 
 }  // namespace
 
@@ -228,16 +247,11 @@ private Q_SLOTS:
   }
 
   void hungWorkerTimesOut() {
-    StubWorker a, b;
-    a.index = 1;
-    b.index = 2;
-    b.hang_completions = true;
-    QVERIFY(a.start() && b.start());
-    std::vector<nlohmann::json> events;
-    Router router(options(/*timeout_s=*/1.0), [&](const nlohmann::json& e) { events.push_back(e); });
-    router.add_worker(a.url());
-    router.add_worker(b.url());
-    QCOMPARE(router.wait_for_workers(2, 10), 2);
+    LiveAndHung w;
+    QVERIFY(w.start());
+    StubWorker& b = w.b;
+    Router& router = *w.router;
+    const auto& events = w.events;
     const auto out = router.complete(requests(router.base_model(), 4, 4), 60);
     for (const auto& o : out) {
       QVERIFY2(o.ok, o.error.c_str());
@@ -254,16 +268,11 @@ private Q_SLOTS:
   // each comes back exactly once; a hung worker's requests go to the other one after its
   // timeout; cancel_stream withdraws what is still out, and the next poll returns it.
   void streamReturnsEachRequestOnceAndWithdrawsOnCancel() {
-    StubWorker a, b;
-    a.index = 1;
-    b.index = 2;
-    b.hang_completions = true;
-    QVERIFY(a.start() && b.start());
-    std::vector<nlohmann::json> events;
-    Router router(options(/*timeout_s=*/1.0), [&](const nlohmann::json& e) { events.push_back(e); });
-    router.add_worker(a.url());
-    router.add_worker(b.url());
-    QCOMPARE(router.wait_for_workers(2, 10), 2);
+    LiveAndHung w;
+    QVERIFY(w.start());
+    StubWorker &a = w.a, &b = w.b;
+    Router& router = *w.router;
+    const auto& events = w.events;
     std::map<uint64_t, int> seen;
     for (const auto& r : requests(router.base_model(), 4, 4)) seen[router.submit(r, 60)] = 0;
     QCOMPARE(router.unfinished(), size_t(16));
