@@ -1,6 +1,8 @@
 #include "core/run/engine_session.h"
 
+#include <algorithm>
 #include <atomic>
+#include <deque>
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
@@ -46,6 +48,50 @@ public:
 private:
   std::string path_;
   std::streamoff offset_ = 0;
+};
+
+// Run events reach the front end as they happen (EngineOptions::on_event), not when events.jsonl
+// takes them: a full bucket holds back its own bucket_write_failed until space returns. The tail of
+// events.jsonl still delivers what other writers append (a source's final accounting, a line a
+// tool adds); a line whose event already went out live is skipped, once.
+class LiveEvents {
+public:
+  static constexpr size_t kMax = 4096;  // events awaiting delivery, and delivered awaiting their line
+
+  void push(const nlohmann::json& e) {  // engine threads, before the event is appended to the file
+    std::lock_guard<std::mutex> lock(mu_);
+    if (incoming_.size() < kMax) incoming_.push_back(e);  // past it, the tail delivers them
+  }
+  // Watcher thread. `lines` must be read from the tail BEFORE this call: each event is pushed before
+  // it is appended, so the live twin of every line read is already here.
+  std::vector<nlohmann::json> merge(std::vector<nlohmann::json> lines) {
+    std::deque<nlohmann::json> in;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      in.swap(incoming_);
+    }
+    std::vector<nlohmann::json> out;
+    for (auto& e : in) {
+      if (pending_.size() >= kMax) pending_.pop_front();  // never written (bucket gave up, run ended)
+      pending_.push_back(key(e));
+      out.push_back(std::move(e));
+    }
+    for (auto& l : lines) {
+      auto it = std::find(pending_.begin(), pending_.end(), key(l));
+      if (it != pending_.end()) pending_.erase(it);
+      else out.push_back(std::move(l));
+    }
+    return out;
+  }
+
+private:
+  // The record as RunDirectory::append_jsonl writes it (doubles round-trip exactly).
+  static std::string key(const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  std::mutex mu_;
+  std::deque<nlohmann::json> incoming_;
+  std::deque<std::string> pending_;
 };
 
 // The engine's remote-worker source, if it has one.
@@ -138,7 +184,8 @@ void EngineSession::Impl::body(grpo::TrainConfig cfg, SessionOptions options, Se
     std::string dir = cfg.output_dir;
     (void)RunDirectory(dir);  // creates the layout, so the tail has a file to start from
     auto tail = std::make_shared<JsonlTail>(path_join(dir, "events.jsonl"));
-    watcher = std::thread([this, tail, &done, &cb] {
+    auto live = std::make_shared<LiveEvents>();
+    watcher = std::thread([this, tail, live, &done, &cb] {
       EngineState last = EngineState::Idle;
       WorkerRates rates;
       auto workers_due = std::chrono::steady_clock::now();
@@ -157,7 +204,7 @@ void EngineSession::Impl::body(grpo::TrainConfig cfg, SessionOptions options, Se
           rates.rate(ws);
           if (remote) cb.on_workers(ws);
         }
-        for (auto& j : tail->read_new()) {
+        for (auto& j : live->merge(tail->read_new())) {
           EngineEvent e{j.value("event", std::string()), j.value("time", 0.0), j.value("step", int64_t{0}), j};
           if (cb.on_event) cb.on_event(e);
         }
@@ -178,6 +225,7 @@ void EngineSession::Impl::body(grpo::TrainConfig cfg, SessionOptions options, Se
     eo.local_generators = options.local_generators >= 0 ? options.local_generators
                                                         : static_cast<int>(cfg.local_generators);
     eo.resume = options.resume;
+    eo.on_event = [live](const nlohmann::json& e) { live->push(e); };
     eng = std::make_unique<Engine>(cfg, dir, eo);
     {
       std::lock_guard<std::mutex> lock(mu);

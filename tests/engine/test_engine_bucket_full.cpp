@@ -8,6 +8,8 @@
 //   neither works): the test fills the tmpfs until writes fail, sees the run pause with a
 //   bucket_write_failed event, frees the space and sees the run resume and finish with every step,
 //   adapter and checkpoint intact;
+// - an EngineSession (the app's view of a run) reports bucket_write_failed while the bucket is
+//   still full, before events.jsonl can hold it, and each event exactly once after;
 // - an in-process run whose external reward never answers: every sample is unscorable (advantage
 //   0, counted in sample/unscorable_frac), events.jsonl says reward_timeout with advice, and the
 //   run finishes.
@@ -20,10 +22,15 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
+#include <atomic>
 #include <fstream>
+#include <mutex>
+#include <set>
 
 #include "core/common/error.h"
 #include "core/run/engine.h"
+#include "core/run/engine_session.h"
 #include "core/run/run_dir.h"
 #include "engine_test_util.h"
 
@@ -260,6 +267,71 @@ private Q_SLOTS:
     QVERIFY2(advice.find("free space on " + mnt + " (tmpfs") != std::string::npos, advice.c_str());
     QVERIFY2(advice.find("resumes by itself") != std::string::npos, advice.c_str());
     QCOMPARE(events_named(copy, "resume").size(), size_t(0));  // not a user pause
+  }
+
+  // The app learns of a full bucket while it is full: EngineSession delivers events as the engine
+  // raises them, although events.jsonl cannot take them yet, and each exactly once when the file
+  // catches up.
+  void sessionSeesAFullBucketWhileItIsFull() {
+    QTemporaryDir tmp;
+    auto cfg = tiny_config(tmp.path().toStdString() + "/run");
+    cfg.max_steps = 8;
+    cfg.save_steps = 0;
+    const std::string events_path = cfg.output_dir + "/events.jsonl";
+    std::mutex mu;
+    std::vector<nlohmann::json> seen;
+    std::atomic<int64_t> step{0};
+    std::atomic<bool> done{false};
+    std::string error;
+    ::grpo::run::SessionCallbacks cb;
+    cb.on_event = [&](const ::grpo::run::EngineEvent& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back(e.data);
+    };
+    cb.on_step = [&](const ::grpo::run::StepReport& r) { step = r.step; };
+    cb.on_done = [&](const std::string&, const std::string& err) {
+      std::lock_guard<std::mutex> lock(mu);
+      error = err;
+      done = true;
+    };
+    auto seen_named = [&](const std::string& kind) {
+      std::lock_guard<std::mutex> lock(mu);
+      return std::count_if(seen.begin(), seen.end(), [&](const nlohmann::json& e) { return e.value("event", "") == kind; });
+    };
+    auto wait_for = [](const std::function<bool()>& ok, int seconds) {
+      QElapsedTimer t;
+      t.start();
+      while (!ok() && t.elapsed() < seconds * 1000LL) QThread::msleep(20);
+      return ok();
+    };
+    ::grpo::run::EngineSession session;
+    session.start(cfg, cfg.output_dir, {}, cb);
+    QVERIFY2(wait_for([&] { return step.load() >= 2 || done.load(); }, 300), "the run did not reach step 2");
+    QVERIFY2(!done.load(), error.c_str());
+    {
+      // No file may grow past its size now: metrics.jsonl (longer than events.jsonl) and events.jsonl
+      // refuse their next line, so the run pauses on bucket_write_failed.
+      FileSizeLimit full(static_cast<rlim_t>(QFileInfo(QString::fromStdString(events_path)).size()));
+      QVERIFY2(wait_for([&] { return seen_named("bucket_write_failed") > 0; }, 120),
+               "the session did not report bucket_write_failed while the bucket was full");
+      QCOMPARE(events_named(cfg.output_dir, "bucket_write_failed").size(), size_t(0));  // not in the file yet
+      QCOMPARE(seen_named("bucket_write_failed_cleared"), 0L);
+      QVERIFY(!done.load());
+    }
+    QVERIFY2(wait_for([&] { return done.load(); }, 300), "the run did not finish once space was back");
+    QVERIFY2(error.empty(), error.c_str());
+    session.wait();
+    // Every line of events.jsonl reached the session exactly once, the fault among them.
+    auto file = read_jsonl_strict(events_path);
+    std::multiset<std::string> in_file, delivered;
+    for (const auto& e : file) in_file.insert(e.dump());
+    for (const auto& e : seen) delivered.insert(e.dump());
+    QCOMPARE(delivered.size(), in_file.size());
+    QVERIFY2(delivered == in_file, "the session's events differ from events.jsonl");
+    QCOMPARE(events_named(cfg.output_dir, "bucket_write_failed").size(), size_t(1));
+    QCOMPARE(seen_named("bucket_write_failed_cleared"), 1L);
+    QCOMPARE(seen_named("finished"), 1L);
+    QCOMPARE(read_jsonl_strict(cfg.output_dir + "/metrics.jsonl").size(), size_t(cfg.max_steps));
   }
 
   void rewardProgramThatNeverAnswersLeavesSamplesUnscorable() {
