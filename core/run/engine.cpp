@@ -140,6 +140,11 @@ void Engine::event(nlohmann::json e) {
   }
 }
 
+void Engine::read_events(const std::function<void(const std::deque<nlohmann::json>& held)>& read) {
+  std::lock_guard<std::mutex> lock(events_mu_);
+  read(unwritten_events_);
+}
+
 // A bucket that fills up (or hits a quota, a file-size limit, an I/O error) pauses the run instead
 // of ending it: the trainer waits here and retries the same write with backoff (0.25 s doubling to
 // 10 s), and carries on by itself once it succeeds. Writers go through temporary files and

@@ -71,6 +71,10 @@ public:
   int64_t policy_version() const { return version_.load(); }
   const grpo::TrainConfig& config() const { return cfg_; }  // trainer thread only
   RunDirectory& run_directory() { return dir_; }
+  // Calls `read(held)` while no event can be written: `held` are the events a full bucket keeps
+  // out of events.jsonl for now, which go to the file next and in this order. So the file read
+  // inside `read`, then `held`, is the events.jsonl to be (RunEndpoint's /grpo/events). Any thread.
+  void read_events(const std::function<void(const std::deque<nlohmann::json>& held)>& read);
   // Fixed once run() starts; for views such as RemoteSource::workers() (EngineSession).
   const std::vector<std::unique_ptr<RolloutSource>>& sources() const { return sources_; }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <filesystem>
 #include <system_error>
 
@@ -46,12 +47,13 @@ json read_metrics(const std::string& run_dir, int64_t since, bool last_only) {
 
 // events.jsonl's whole lines from index `since` (0-based, in file order), one element each: the
 // record, or {"event":"unreadable","line":N} for a line that is not a JSON object, so a reader's
-// next index is always since + the array's size. A torn last line (being appended) waits.
-json read_events(const std::string& run_dir, int64_t since) {
+// next index is always since + the array's size. A torn last line (being appended) waits. Then the
+// events a full bucket holds back (`held`): they are the file's next lines, so a client sees a
+// bucket_write_failed while the bucket is full, at the index the line will have.
+json read_events(const std::string& run_dir, int64_t since, const std::deque<json>& held) {
   json out = json::array();
   const std::string p = path_join(run_dir, "events.jsonl");
-  if (!file_exists(p)) return out;
-  const std::string text = read_file(p);
+  const std::string text = file_exists(p) ? read_file(p) : std::string();
   int64_t index = 0;
   for (size_t start = 0, nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
     const std::string line = text.substr(start, nl - start);
@@ -60,6 +62,8 @@ json read_events(const std::string& run_dir, int64_t since) {
     json rec = json::parse(line, nullptr, false);
     out.push_back(!rec.is_discarded() && rec.is_object() ? rec : json{{"event", "unreadable"}, {"line", index - 1}});
   }
+  for (const auto& e : held)
+    if (index++ >= since) out.push_back(e);
   return out;
 }
 
@@ -154,8 +158,11 @@ void RunEndpoint::start() {
   server_->route("GET", "/grpo/metrics", [dir](const HttpRequest& req, Reply reply) {
     reply.send(HttpResponse::json(200, read_metrics(dir, since_param(req, -1), false)));
   });
-  server_->route("GET", "/grpo/events", [dir](const HttpRequest& req, Reply reply) {
-    reply.send(HttpResponse::json(200, read_events(dir, std::max<int64_t>(0, since_param(req, 0)))));
+  server_->route("GET", "/grpo/events", [dir, engine](const HttpRequest& req, Reply reply) {
+    const int64_t since = std::max<int64_t>(0, since_param(req, 0));
+    json out;
+    engine->read_events([&](const std::deque<json>& held) { out = read_events(dir, since, held); });
+    reply.send(HttpResponse::json(200, out));
   });
   server_->route("POST", "/grpo/run/pause", [=](const HttpRequest&, Reply reply) {
     engine->pause();

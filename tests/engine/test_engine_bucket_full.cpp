@@ -10,6 +10,8 @@
 //   adapter and checkpoint intact;
 // - an EngineSession (the app's view of a run) reports bucket_write_failed while the bucket is
 //   still full, before events.jsonl can hold it, and each event exactly once after;
+// - the trainer's endpoint serves those held-back events on GET /grpo/events at the indices their
+//   lines get once space is back;
 // - an in-process run whose external reward never answers: every sample is unscorable (advantage
 //   0, counted in sample/unscorable_frac), events.jsonl says reward_timeout with advice, and the
 //   run finishes.
@@ -27,12 +29,15 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "core/common/error.h"
 #include "core/run/engine.h"
 #include "core/run/engine_session.h"
+#include "core/run/run_endpoint.h"
 #include "core/run/run_dir.h"
 #include "engine_test_util.h"
+#include "tests/common/raw_http.h"
 
 using namespace engine_test;
 
@@ -332,6 +337,75 @@ private Q_SLOTS:
     QCOMPARE(seen_named("bucket_write_failed_cleared"), 1L);
     QCOMPARE(seen_named("finished"), 1L);
     QCOMPARE(read_jsonl_strict(cfg.output_dir + "/metrics.jsonl").size(), size_t(cfg.max_steps));
+  }
+
+  // An attached app asks the trainer's endpoint: GET /grpo/events serves the events a full bucket
+  // holds back, at the indices their lines get once space is back, so a client's since=N stays true.
+  void endpointServesHeldEventsWhileTheBucketIsFull() {
+    QTemporaryDir tmp;
+    auto cfg = tiny_config(tmp.path().toStdString() + "/run");
+    cfg.max_steps = 8;
+    cfg.save_steps = 0;
+    const std::string events_path = cfg.output_dir + "/events.jsonl";
+    ::grpo::run::Engine engine(cfg, cfg.output_dir);
+    ::grpo::run::RunEndpointOptions eo;
+    eo.bearer_token = "test-token";
+    ::grpo::run::RunEndpoint endpoint(engine, eo);
+    endpoint.start();
+    const int port = QUrl(QString::fromStdString(endpoint.url())).port();
+    auto events = [&] {
+      auto r = ::grpo::testing::request(port, "GET", "/grpo/events?since=0", "test-token");
+      return r.status == 200 ? r.j() : nlohmann::json();
+    };
+    auto has = [](const nlohmann::json& list, const std::string& kind) {
+      return list.is_array() && std::any_of(list.begin(), list.end(), [&](const nlohmann::json& e) {
+               return e.value("event", "") == kind;
+             });
+    };
+    std::atomic<int64_t> step{0};
+    std::atomic<bool> done{false};
+    std::string error;
+    std::thread runner([&] {
+      try {
+        engine.run([&](const ::grpo::run::StepReport& r) { step = r.step; });
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      done = true;
+    });
+    struct Joiner {  // the run ends even when a check below fails
+      ::grpo::run::Engine& e;
+      std::thread& t;
+      ~Joiner() {
+        e.stop();
+        if (t.joinable()) t.join();
+      }
+    } joiner{engine, runner};
+    auto wait_for = [](const std::function<bool()>& ok, int seconds) {
+      QElapsedTimer t;
+      t.start();
+      while (!ok() && t.elapsed() < seconds * 1000LL) QThread::msleep(20);
+      return ok();
+    };
+    QVERIFY2(wait_for([&] { return step.load() >= 2 || done.load(); }, 300), "the run did not reach step 2");
+    nlohmann::json served_while_full;
+    {
+      FileSizeLimit full(static_cast<rlim_t>(QFileInfo(QString::fromStdString(events_path)).size()));
+      QVERIFY2(wait_for([&] { return has(served_while_full = events(), "bucket_write_failed"); }, 120),
+               "GET /grpo/events did not show bucket_write_failed while the bucket was full");
+      QVERIFY(!has(nlohmann::json(read_jsonl_strict(events_path)), "bucket_write_failed"));  // not in the file yet
+      QVERIFY(!done.load());
+    }
+    QVERIFY2(wait_for([&] { return done.load(); }, 300), "the run did not finish once space was back");
+    QVERIFY2(error.empty(), error.c_str());
+    // What was served while full is where it now stands in the file, and the file is what is served.
+    const auto file = read_jsonl_strict(events_path);
+    QVERIFY(served_while_full.size() <= file.size());
+    for (size_t i = 0; i < served_while_full.size(); ++i)
+      QVERIFY2(served_while_full[i] == file[i], qPrintable(QString("line %1: served %2, file %3").arg(i)
+                   .arg(QString::fromStdString(served_while_full[i].dump())).arg(QString::fromStdString(file[i].dump()))));
+    QCOMPARE(events(), nlohmann::json(file));
+    endpoint.stop();
   }
 
   void rewardProgramThatNeverAnswersLeavesSamplesUnscorable() {

@@ -20,43 +20,15 @@
 
 #include "core/cluster/cluster_token.h"
 #include "tests/common/child_process.h"
+#include "tests/common/raw_http.h"
 
 namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-struct Http {
-  int status = 0;
-  QByteArray body;
-  json j() const { return json::parse(body.toStdString(), nullptr, false); }
-};
-
-// One request on its own connection ("Connection: close"); every wait bounded (10 s).
-Http request(int port, const QByteArray& method, const QByteArray& path, const QByteArray& token,
-             const QByteArray& body = {}) {
-  Http r;
-  QTcpSocket s;
-  s.connectToHost("127.0.0.1", port);
-  if (!s.waitForConnected(10000)) return r;
-  QByteArray req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (!token.isEmpty()) req += "Authorization: Bearer " + token + "\r\n";
-  if (method == "POST") req += "Content-Type: application/json\r\nContent-Length: " + QByteArray::number(body.size()) + "\r\n";
-  req += "\r\n" + body;
-  s.write(req);
-  QByteArray in;
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
-  while (Clock::now() < deadline) {
-    if (s.bytesAvailable() == 0 && !s.waitForReadyRead(200) && s.state() != QAbstractSocket::ConnectedState) break;
-    in += s.readAll();
-  }
-  in += s.readAll();
-  const int sp = in.indexOf(' '), head_end = in.indexOf("\r\n\r\n");
-  if (sp < 0 || head_end < 0) return r;
-  r.status = in.mid(sp + 1, 3).toInt();
-  r.body = in.mid(head_end + 4);
-  return r;
-}
+using grpo::testing::Http;
+using grpo::testing::request;
 
 using Child = grpo::testing::ChildProcess;  // killed if the test leaves early
 using grpo::testing::slurp;
