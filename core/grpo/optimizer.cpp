@@ -1,10 +1,12 @@
 #include "core/grpo/optimizer.h"
 
 #include <cmath>
+#include <sstream>
 
 #include <torch/torch.h>
 
 #include "core/common/error.h"
+#include "core/common/files.h"
 
 namespace grpo::grpo {
 
@@ -58,10 +60,14 @@ double Optimizer::step() {
 }
 
 void Optimizer::save(const std::string& path) const {
+  // Into memory, then one checked write + fsync: LibTorch's own file writer neither syncs nor
+  // reports an error at close, and SHA256SUMS would then bless whatever reached the disk.
   torch::serialize::OutputArchive archive;
   adam_->save(archive);
   archive.write("grpo_step", torch::tensor(step_, torch::kInt64));
-  archive.save_to(path);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  write_file_atomic(path, bytes.str());
 }
 
 void Optimizer::load(const std::string& path) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 #include <unistd.h>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -28,7 +29,9 @@ void save_rng(const std::string& path) {
     std::lock_guard<std::mutex> lock(gen.mutex());
     state = gen.get_state();
   }
-  torch::save(state, path);
+  std::ostringstream bytes;  // checked write + fsync, as the optimizer's (Optimizer::save)
+  torch::save(state, bytes);
+  write_file_atomic(path, bytes.str());
 }
 
 void load_rng(const std::string& path) {

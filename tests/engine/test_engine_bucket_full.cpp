@@ -8,6 +8,7 @@
 //   neither works): the test fills the tmpfs until writes fail, sees the run pause with a
 //   bucket_write_failed event, frees the space and sees the run resume and finish with every step,
 //   adapter and checkpoint intact;
+// - optimizer.pt under the same limit: a grpo::Error naming the file, nothing half-written left;
 // - an EngineSession (the app's view of a run) reports bucket_write_failed while the bucket is
 //   still full, before events.jsonl can hold it, and each event exactly once after;
 // - the trainer's endpoint serves those held-back events on GET /grpo/events at the indices their
@@ -32,6 +33,7 @@
 #include <thread>
 
 #include "core/common/error.h"
+#include "core/grpo/optimizer.h"
 #include "core/run/engine.h"
 #include "core/run/engine_session.h"
 #include "core/run/run_endpoint.h"
@@ -138,6 +140,39 @@ private Q_SLOTS:
     auto lines = read_jsonl_strict(metrics);
     QCOMPARE(lines.size(), size_t(4));
     QCOMPARE(lines[3]["step"], nlohmann::json(4));
+  }
+
+  // optimizer.pt goes through memory and one checked, synced write: a write that fails is a
+  // grpo::Error naming the file (LibTorch's writer threw its own text, and never synced or checked
+  // close, so SHA256SUMS could bless a short file), and nothing half-written is left behind.
+  void optimizerStateUnderAFileSizeLimitFailsLoudly() {
+    QTemporaryDir tmp;
+    auto w = torch::randn({256, 256}, torch::kFloat32).requires_grad_(true);
+    ::grpo::grpo::Optimizer opt({w}, {});
+    (w * w).sum().backward();
+    opt.step();
+    const std::string path = tmp.path().toStdString() + "/optimizer.pt";
+    {
+      FileSizeLimit limit(64 * 1024);  // the moments alone are 2 x 256 KiB
+      try {
+        opt.save(path);
+        QFAIL("saving past the file-size limit succeeded");
+      } catch (const ::grpo::Error& e) {
+        QVERIFY2(std::string(e.what()).find(path) != std::string::npos, e.what());
+        QCOMPARE(::grpo::run::storage_fault_of(e.what()), std::string(std::strerror(EFBIG)));
+      }
+      QVERIFY(QDir(tmp.path()).entryList(QDir::Files | QDir::Hidden).isEmpty());
+    }
+    opt.save(path);  // room again: the moments and step come back as they were
+    auto w2 = w.detach().clone().requires_grad_(true);
+    ::grpo::grpo::Optimizer back({w2}, {});
+    back.load(path);
+    QCOMPARE(back.steps_done(), int64_t(1));
+    (w * w).sum().backward();
+    (w2 * w2).sum().backward();
+    opt.step();
+    back.step();
+    QVERIFY(torch::equal(w, w2));  // same moments, same update
   }
 
   void failedPublicationLeavesNoVersionBehind() {
