@@ -56,9 +56,11 @@ void hideFromLegend(QChart* chart, QAbstractSeries* s) {
 }  // namespace
 
 MetricChart::MetricChart(QString title, std::vector<LineSpec> lines, QWidget* parent)
-    : QChartView(parent), title_(std::move(title)), specs_(std::move(lines)),
+    // The chart goes in through the constructor: QChartView(parent) makes a default chart that a
+    // later setChart() releases without deleting (a whole QChart leaked per chart; LSan saw it).
+    : QChartView(new QChart(), parent), title_(std::move(title)), specs_(std::move(lines)),
       referenceY_(std::numeric_limits<double>::quiet_NaN()) {
-  auto* c = new QChart();
+  QChart* c = chart();
   c->setTitle(title_);
   c->setMargins(QMargins(4, 4, 4, 4));
   c->legend()->setAlignment(Qt::AlignBottom);
@@ -78,7 +80,6 @@ MetricChart::MetricChart(QString title, std::vector<LineSpec> lines, QWidget* pa
   axisY_->setLabelsFont(af);
   c->addAxis(axisX_, Qt::AlignBottom);
   c->addAxis(axisY_, Qt::AlignLeft);
-  setChart(c);
   setRenderHint(QPainter::Antialiasing, true);
   setMinimumSize(260, 190);
   applyPalette();
