@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# One command: install dependencies, build, run every test, check the .deb, fuzz each parser briefly.
-# Usage: scripts/test.sh [PRESET]   (GRPO_FUZZ_RUNS=N sets the fuzz inputs per target)
+# One command: install dependencies, build, run every test, check the .deb, fuzz each parser briefly,
+# then build the whole suite again under ASan + UBSan + LSan and run every test there too.
+# Usage: scripts/test.sh [PRESET]   (GRPO_FUZZ_RUNS=N sets the fuzz inputs per target;
+#                                    GRPO_ASAN=0 skips the sanitizer pass, about 18 min on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-release}"
@@ -12,3 +14,6 @@ if [ "$preset" = release ]; then NO_BUILD=1 scripts/check_package.sh build/relea
 # Every parser of untrusted input under libFuzzer + ASan + UBSan: a fixed seed and input count
 # (reproducible), capped in time. Longer exploration: scripts/fuzz.sh 600.
 FUZZ_SEED=1 FUZZ_RUNS="${GRPO_FUZZ_RUNS:-20000}" scripts/fuzz.sh 60
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer (build/asan):
+# any report fails its test.
+if [ "${GRPO_ASAN:-1}" != 0 ]; then scripts/test_asan.sh; fi
