@@ -81,6 +81,22 @@ size_t count_lines(const std::string& path) {
   return n;
 }
 
+// An 8-step in-process run without checkpoints, for filling its bucket mid-run.
+::grpo::grpo::TrainConfig short_run(const QTemporaryDir& tmp) {
+  auto cfg = tiny_config(tmp.path().toStdString() + "/run");
+  cfg.max_steps = 8;
+  cfg.save_steps = 0;
+  return cfg;
+}
+
+// Polls `ok` every 20 ms for at most `seconds`; its last answer.
+bool wait_for(const std::function<bool()>& ok, int seconds) {
+  QElapsedTimer t;
+  t.start();
+  while (!ok() && t.elapsed() < seconds * 1000LL) QThread::msleep(20);
+  return ok();
+}
+
 bool command_succeeds(const QString& program, const QStringList& args) {
   QProcess p;
   p.start(program, args);
@@ -314,9 +330,7 @@ private Q_SLOTS:
   // catches up.
   void sessionSeesAFullBucketWhileItIsFull() {
     QTemporaryDir tmp;
-    auto cfg = tiny_config(tmp.path().toStdString() + "/run");
-    cfg.max_steps = 8;
-    cfg.save_steps = 0;
+    const auto cfg = short_run(tmp);
     const std::string events_path = cfg.output_dir + "/events.jsonl";
     std::mutex mu;
     std::vector<nlohmann::json> seen;
@@ -337,12 +351,6 @@ private Q_SLOTS:
     auto seen_named = [&](const std::string& kind) {
       std::lock_guard<std::mutex> lock(mu);
       return std::count_if(seen.begin(), seen.end(), [&](const nlohmann::json& e) { return e.value("event", "") == kind; });
-    };
-    auto wait_for = [](const std::function<bool()>& ok, int seconds) {
-      QElapsedTimer t;
-      t.start();
-      while (!ok() && t.elapsed() < seconds * 1000LL) QThread::msleep(20);
-      return ok();
     };
     ::grpo::run::EngineSession session;
     session.start(cfg, cfg.output_dir, {}, cb);
@@ -378,9 +386,7 @@ private Q_SLOTS:
   // holds back, at the indices their lines get once space is back, so a client's since=N stays true.
   void endpointServesHeldEventsWhileTheBucketIsFull() {
     QTemporaryDir tmp;
-    auto cfg = tiny_config(tmp.path().toStdString() + "/run");
-    cfg.max_steps = 8;
-    cfg.save_steps = 0;
+    const auto cfg = short_run(tmp);
     const std::string events_path = cfg.output_dir + "/events.jsonl";
     ::grpo::run::Engine engine(cfg, cfg.output_dir);
     ::grpo::run::RunEndpointOptions eo;
@@ -416,12 +422,6 @@ private Q_SLOTS:
         if (t.joinable()) t.join();
       }
     } joiner{engine, runner};
-    auto wait_for = [](const std::function<bool()>& ok, int seconds) {
-      QElapsedTimer t;
-      t.start();
-      while (!ok() && t.elapsed() < seconds * 1000LL) QThread::msleep(20);
-      return ok();
-    };
     QVERIFY2(wait_for([&] { return step.load() >= 2 || done.load(); }, 300), "the run did not reach step 2");
     nlohmann::json served_while_full;
     {
