@@ -74,6 +74,8 @@ public:
   // Calls `read(held)` while no event can be written: `held` are the events a full bucket keeps
   // out of events.jsonl for now, which go to the file next and in this order. So the file read
   // inside `read`, then `held`, is the events.jsonl to be (RunEndpoint's /grpo/events). Any thread.
+  // (Past 10,000 held events the oldest are dropped unwritten; a client that saw them then skips
+  // as many later lines.)
   void read_events(const std::function<void(const std::deque<nlohmann::json>& held)>& read);
   // Fixed once run() starts; for views such as RemoteSource::workers() (EngineSession).
   const std::vector<std::unique_ptr<RolloutSource>>& sources() const { return sources_; }
