@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <deque>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -14,6 +14,7 @@
 #include "core/common/files.h"
 #include "core/run/engine.h"
 #include "core/run/remote_source.h"
+#include "core/run/run_dir.h"
 
 namespace grpo::run {
 namespace {
@@ -85,10 +86,8 @@ public:
   }
 
 private:
-  // The record as RunDirectory::append_jsonl writes it (doubles round-trip exactly).
-  static std::string key(const nlohmann::json& j) {
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  }
+  // The record as append_jsonl writes it (doubles round-trip exactly, so a line read back matches).
+  static std::string key(const nlohmann::json& j) { return RunDirectory::jsonl_line(j); }
   std::mutex mu_;
   std::deque<nlohmann::json> incoming_;
   std::deque<std::string> pending_;

@@ -55,10 +55,14 @@ void RunDirectory::write_config(const nlohmann::json& config) const {
   write_file_atomic(path("config.json"), config.dump(2) + "\n");
 }
 
+std::string RunDirectory::jsonl_line(const nlohmann::json& record) {
+  return record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void RunDirectory::append_jsonl(const std::string& file, const nlohmann::json& record) const {
   static std::mutex appending;  // one append at a time, so a torn line can be cut off safely
   const std::string p = path(file);
-  const std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  const std::string line = jsonl_line(record) + "\n";
   std::lock_guard lock(appending);
   int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(p, std::string("cannot open for append: ") + std::strerror(errno));

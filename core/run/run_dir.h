@@ -27,6 +27,9 @@ public:
   // cuts short (disk full, file-size limit) is truncated away again, so the file never holds a
   // torn line that a later append would glue onto; appends within the process are serialized.
   void append_jsonl(const std::string& file, const nlohmann::json& record) const;
+  // The line append_jsonl writes for `record`, without its newline (invalid UTF-8 replaced);
+  // the same record always gives the same text, so readers can match lines to records by it.
+  static std::string jsonl_line(const nlohmann::json& record);
 
   // Publishes adapters/policy-v<version>/: `write_files(tmp_dir)` fills a temporary directory,
   // SHA256SUMS is added, and the directory is renamed into place. Returns its path and deletes
