@@ -153,9 +153,6 @@ void Engine::bucket_write(const std::string& what, const std::function<void()>& 
     } catch (const Error& e) {
       error = e.context().empty() ? e.message() : e.context() + ": " + e.message();  // no "disk full?" hint
       if ((errno_text = storage_fault_of(error)).empty()) throw;
-    } catch (const c10::Error& e) {
-      error = e.what_without_backtrace();
-      if ((errno_text = storage_fault_of(error)).empty()) throw;
     }
     if (++attempts == 1) {
       before = state_.exchange(EngineState::Paused);

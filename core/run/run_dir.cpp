@@ -150,7 +150,6 @@ std::string storage_fault_of(const std::string& error_text) {
     const std::string text = std::strerror(e);
     if (error_text.find(text) != std::string::npos) return text;
   }
-  if (error_text.find("file write failed") != std::string::npos) return "file write failed";  // LibTorch's writer
   return "";
 }
 

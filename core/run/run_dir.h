@@ -47,8 +47,9 @@ private:
 };
 
 // Whether a failed write was the file system's doing (full, over quota, file too large, I/O
-// error), told from the error text: the errno text our writers and std::filesystem put there,
-// or LibTorch's "file write failed". Returns that text ("No space left on device"), else "".
+// error), told from the error text: the errno text our writers and std::filesystem put there
+// (every bucket file, the .pt ones too, goes through them). Returns that text ("No space left on
+// device"), else "".
 std::string storage_fault_of(const std::string& error_text);
 // The mount holding `path`, for messages: "/mnt/bucket (tmpfs, 12 KiB free of 8.0 MiB)".
 std::string describe_filesystem(const std::string& path);
