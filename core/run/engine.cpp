@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <dlfcn.h>
+#include <filesystem>
 #include <thread>
 
 #include <torch/torch.h>
@@ -128,9 +129,11 @@ void Engine::event(nlohmann::json e) {
   }
 }
 
-void Engine::read_events(const std::function<void(const std::deque<nlohmann::json>& held)>& read) {
+Engine::HeldEvents Engine::held_events() {
   std::lock_guard<std::mutex> lock(events_mu_);
-  read(unwritten_events_);
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(dir_.path("events.jsonl"), ec);
+  return {ec ? 0 : static_cast<uint64_t>(bytes), unwritten_events_};
 }
 
 // A bucket that fills up (or hits a quota, a file-size limit, an I/O error) pauses the run instead

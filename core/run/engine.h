@@ -71,12 +71,16 @@ public:
   int64_t policy_version() const { return version_.load(); }
   const grpo::TrainConfig& config() const { return cfg_; }  // trainer thread only
   RunDirectory& run_directory() { return dir_; }
-  // Calls `read(held)` while no event can be written: `held` are the events a full bucket keeps
-  // out of events.jsonl for now, which go to the file next and in this order. So the file read
-  // inside `read`, then `held`, is the events.jsonl to be (RunEndpoint's /grpo/events). Any thread.
-  // (Past 10,000 held events the oldest are dropped unwritten; a client that saw them then skips
-  // as many later lines.)
-  void read_events(const std::function<void(const std::deque<nlohmann::json>& held)>& read);
+  // The events a full bucket keeps out of events.jsonl for now (they go to the file next, in this
+  // order) and the file's size, taken together while no event can be written: the file's first
+  // `file_bytes` bytes, then `held`, are the events.jsonl to be (RunEndpoint's /grpo/events). The
+  // caller reads the file after, outside the lock. Any thread. (Past 10,000 held events the oldest
+  // are dropped unwritten; a client that saw them then skips as many later lines.)
+  struct HeldEvents {
+    uint64_t file_bytes = 0;
+    std::deque<nlohmann::json> held;
+  };
+  HeldEvents held_events();
   // Fixed once run() starts; for views such as RemoteSource::workers() (EngineSession).
   const std::vector<std::unique_ptr<RolloutSource>>& sources() const { return sources_; }
 

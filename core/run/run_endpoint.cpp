@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <deque>
 #include <filesystem>
 #include <system_error>
 
@@ -47,13 +46,15 @@ json read_metrics(const std::string& run_dir, int64_t since, bool last_only) {
 
 // events.jsonl's whole lines from index `since` (0-based, in file order), one element each: the
 // record, or {"event":"unreadable","line":N} for a line that is not a JSON object, so a reader's
-// next index is always since + the array's size. A torn last line (being appended) waits. Then the
-// events a full bucket holds back (`held`): they are the file's next lines, so a client sees a
-// bucket_write_failed while the bucket is full, at the index the line will have.
-json read_events(const std::string& run_dir, int64_t since, const std::deque<json>& held) {
+// next index is always since + the array's size. A torn last line (being appended) waits. Only
+// the file's first `events.file_bytes` bytes count; then come the events a full bucket holds back
+// (`events.held`): they are the file's next lines, so a client sees a bucket_write_failed while the
+// bucket is full, at the index the line will have.
+json read_events(const std::string& run_dir, int64_t since, const Engine::HeldEvents& events) {
   json out = json::array();
   const std::string p = path_join(run_dir, "events.jsonl");
-  const std::string text = file_exists(p) ? read_file(p) : std::string();
+  std::string text = file_exists(p) ? read_file(p) : std::string();
+  if (text.size() > events.file_bytes) text.resize(static_cast<size_t>(events.file_bytes));
   int64_t index = 0;
   for (size_t start = 0, nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
     const std::string line = text.substr(start, nl - start);
@@ -62,7 +63,7 @@ json read_events(const std::string& run_dir, int64_t since, const std::deque<jso
     json rec = json::parse(line, nullptr, false);
     out.push_back(!rec.is_discarded() && rec.is_object() ? rec : json{{"event", "unreadable"}, {"line", index - 1}});
   }
-  for (const auto& e : held)
+  for (const auto& e : events.held)
     if (index++ >= since) out.push_back(e);
   return out;
 }
@@ -159,10 +160,7 @@ void RunEndpoint::start() {
     reply.send(HttpResponse::json(200, read_metrics(dir, since_param(req, -1), false)));
   });
   server_->route("GET", "/grpo/events", [dir, engine](const HttpRequest& req, Reply reply) {
-    const int64_t since = std::max<int64_t>(0, since_param(req, 0));
-    json out;
-    engine->read_events([&](const std::deque<json>& held) { out = read_events(dir, since, held); });
-    reply.send(HttpResponse::json(200, out));
+    reply.send(HttpResponse::json(200, read_events(dir, std::max<int64_t>(0, since_param(req, 0)), engine->held_events())));
   });
   server_->route("POST", "/grpo/run/pause", [=](const HttpRequest&, Reply reply) {
     engine->pause();
