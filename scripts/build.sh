@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Configures and builds with a CMake preset (default: release). Usage: scripts/build.sh [PRESET]
+# Configures and builds with a CMake preset (default: release), all targets or the ones named.
+# Usage: scripts/build.sh [PRESET [TARGET...]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-release}"
+shift || true
 cmake --preset "$preset" >/dev/null
-cmake --build --preset "$preset"
+if [ $# -gt 0 ]; then
+  cmake --build --preset "$preset" --target "$@"
+else
+  cmake --build --preset "$preset"
+fi

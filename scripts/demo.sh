@@ -6,8 +6,8 @@
 # (e.g. --demo --steps 100 to start at once; --headless to force the terminal).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build.sh release
+scripts/setup.sh --demo          # build and run dependencies only (no test tools)
+scripts/build.sh release grpo grpo-studio  # what the demo runs, not the tests
 app=build/release/app/grpo-studio
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   exec "$app" "$@"

@@ -1,22 +1,49 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency from Debian 12 packages (idempotent; sudo only when
-# not root). Also installs the Node package used as the tokenizer benchmark's reference.
+# Installs dependencies from Debian 12 packages (idempotent; sudo only when not root).
+# Usage: scripts/setup.sh [--demo | --test]
+#   --demo  what building and running grpo and grpo-studio needs, nothing else (scripts/demo.sh)
+#   --test  that, plus what the tests, fuzzers, sanitizers and benchmarks need (the default;
+#           scripts/test.sh): Python's torch and python3 for reference checks, Xvfb, clang and its
+#           sanitizer runtimes, the openssl CLI, debootstrap for scripts/check_fresh.sh, and
+#           Node.js with the npm `tokenizers` package for the tokenizer benchmark's reference.
+# Every package is installed with --no-install-recommends, so each one the project needs is listed
+# here by name (a pristine root has nothing else: scripts/check_fresh.sh proves it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+mode=test
+case "${1:-}" in
+  --demo) mode=demo ;;
+  --test | "") mode=test ;;
+  *) echo "usage: scripts/setup.sh [--demo | --test]" >&2; exit 2 ;;
+esac
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
+# Building and running the app and the CLI.
 PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config git
-  qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-qpa-plugins
+  build-essential cmake ninja-build ccache pkg-config
+  # Qt6Charts' CMake config needs Qt6OpenGL, which qt6-base-dev only recommends.
+  qt6-base-dev qt6-base-dev-tools qt6-charts-dev libqt6opengl6-dev qt6-qpa-plugins
   libtorch-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libyaml-cpp-dev
-  libopenblas0-pthread python3-torch xvfb xauth
-  clang libclang-rt-14-dev
-  openssl  # the CLI: tests make self-signed certificates for the TLS tests
+  # Debian's default BLAS is the slow reference one (about 6 vs 175 GFLOP/s for fp32 GEMM here).
+  libopenblas0-pthread
+  # Text in the charts and in the headless demo's PNGs: fontconfig alone ships no font.
+  fonts-dejavu-core
 )
-# Node.js (for the tokenizer benchmark's reference) may already come from elsewhere with npm.
-if ! command -v npm >/dev/null 2>&1; then PACKAGES+=(nodejs npm); fi
+if [ "$mode" = test ]; then
+  PACKAGES+=(
+    git
+    python3 python3-torch   # reference checks: python3's eval, PyTorch's grpo step baseline
+    xvfb xauth              # the real-window test and screenshots
+    clang libclang-rt-14-dev  # libFuzzer, ASan + UBSan + LSan
+    openssl                 # the TLS tests make self-signed certificates with the CLI
+    debootstrap             # scripts/check_fresh.sh builds a pristine Debian 12 root
+  )
+  # Node.js for the tokenizer benchmark's reference (may already come from elsewhere with npm).
+  if ! command -v npm >/dev/null 2>&1; then PACKAGES+=(nodejs npm); fi
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -28,7 +55,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Debian's default BLAS is the slow reference one; OpenBLAS (pthread) must be the alternative.
+# OpenBLAS (pthread) must be the BLAS/LAPACK alternative, not the reference one.
 for alt in libblas.so.3-x86_64-linux-gnu liblapack.so.3-x86_64-linux-gnu; do
   cand=$(update-alternatives --list "$alt" 2>/dev/null | grep openblas-pthread | head -n1 || true)
   if [ -n "$cand" ]; then $SUDO update-alternatives --set "$alt" "$cand" >/dev/null; fi
@@ -36,10 +63,10 @@ done
 
 # Reference tokenizer (Hugging Face tokenizers' Rust core) for `grpo bench tokenize`. Optional:
 # the benchmark reports it missing rather than failing.
-if [ -f tests/bench/package.json ] && command -v npm >/dev/null 2>&1; then
+if [ "$mode" = test ] && [ -f tests/bench/package.json ] && command -v npm >/dev/null 2>&1; then
   if [ ! -d tests/bench/node_modules ]; then
     (cd tests/bench && { npm ci --no-audit --no-fund --silent 2>/dev/null || npm install --no-audit --no-fund --silent; }) \
       || echo "setup: warning: npm install in tests/bench failed; grpo bench tokenize will run without the reference"
   fi
 fi
-echo "setup: dependencies ready"
+echo "setup: dependencies ready ($mode)"

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # One command: install dependencies, build, run every test, check the .deb, fuzz each parser briefly,
 # then build the whole suite again under ASan + UBSan + LSan and run every test there too.
-# Usage: scripts/test.sh [PRESET]   (GRPO_FUZZ_RUNS=N sets the fuzz inputs per target;
-#                                    GRPO_ASAN=0 skips the sanitizer pass, about 18 min on 2 cores)
+# Then proves the install steps on a pristine Debian 12 root (scripts/check_fresh.sh).
+# Usage: scripts/test.sh [--quick] [PRESET]
+#   --quick  a developer's check: build and ctest only (no package, fuzzing, ASan or fresh root)
+#   (GRPO_FUZZ_RUNS=N sets the fuzz inputs per target; GRPO_ASAN=0 skips the sanitizer pass, about
+#    18 min on 2 cores; GRPO_FRESH=0 skips the pristine-root check, about 8 min)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+if [ "${1:-}" = --quick ]; then quick=1; shift; fi
 preset="${1:-release}"
-scripts/setup.sh
+scripts/setup.sh --test
 scripts/build.sh "$preset"
 ctest --preset "$preset" -j2
+if [ "$quick" = 1 ]; then exit 0; fi
 # The Debian package: built from this build, unpacked into a temporary root, run from there.
 if [ "$preset" = release ]; then NO_BUILD=1 scripts/check_package.sh build/release; fi
 # Every parser of untrusted input under libFuzzer + ASan + UBSan: a fixed seed and input count
@@ -17,3 +23,7 @@ FUZZ_SEED=1 FUZZ_RUNS="${GRPO_FUZZ_RUNS:-20000}" scripts/fuzz.sh 60
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer (build/asan):
 # any report fails its test.
 if [ "${GRPO_ASAN:-1}" != 0 ]; then scripts/test_asan.sh; fi
+# The README's install steps on a pristine Debian 12 root (debootstrap minbase, chroot): setup,
+# a configure of every preset, and a build and run of the smallest Qt Charts + Network + LibTorch
+# program. Not run inside such a root itself (check_fresh.sh --full runs this script there).
+if [ "${GRPO_FRESH:-1}" != 0 ] && [ ! -e /.grpo-fresh-root ]; then scripts/check_fresh.sh; fi
