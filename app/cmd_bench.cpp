@@ -46,6 +46,7 @@ void add_bench_commands(CLI::App& app) {
   gen->add_option("--max-tokens", g->max_tokens, "New tokens per completion (no stop tokens)");
   gen->add_option("--temperature", g->temperature, "Sampling temperature");
   gen->add_option("--threads", g->threads, "Intra-op threads (0 = LibTorch's default)");
+  gen->add_option("--device", g->device, "cpu, cuda or cuda:N (CUDA computes in bf16)");
   gen->add_option("--iters", g->iters, "Timed repeats per mode (median reported)");
   gen->callback([g] { print_json_line(rollout::bench_generate(*g).dump()); });
 
@@ -68,6 +69,7 @@ void add_bench_commands(CLI::App& app) {
   step->add_option("--learning-rate", s->learning_rate, "AdamW learning rate");
   step->add_option("--temperature", s->temperature, "Temperature of the log-probs");
   step->add_option("--threads", s->threads, "Intra-op threads for both sides (0 = LibTorch's default)");
+  step->add_option("--device", s->device, "cpu, cuda or cuda:N for both sides (fp32, TF32 off)");
   step->add_option("--iters", s->iters, "Timed steps after the checked warm-up step (median reported)");
   step->add_option("--python", s->python, "Python interpreter with torch");
   step->add_option("--script", s->script, "The baseline script (tests/bench/grpo_step_baseline.py)");

@@ -6,8 +6,8 @@
 #   (default)  scripts/setup.sh --demo (and checks it installed no Node.js/npm), scripts/setup.sh
 #              --test, a CMake configure of every preset, and a build and run of dependency_check,
 #              the smallest target that links Qt Charts, Qt Network and LibTorch. CI runs this.
-#   --full     the README's two commands as a newcomer runs them, each timed on its own fresh
-#              root: `scripts/demo.sh --demo --steps 10` (headless), then `scripts/test.sh`.
+#   --full     the README's two commands as a newcomer runs them on one fresh root, each timed:
+#              `scripts/demo.sh --demo --steps 10` (headless), then `scripts/test.sh`.
 #   --keep     leave the root in place (its path is printed) instead of removing it.
 # Needs root (chroot and mounts) and reaches the same Debian mirror as the host's apt sources.
 # The minbase root is cached as a tarball and downloaded .debs are kept between runs, both under
@@ -43,7 +43,7 @@ mirror() {
   local m
   m=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null \
         | grep -v security | grep -m1 debian || true)
-  [ -n "$m" ] || m=$(sed -n "s/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\)[[:space:]]\+$SUITE[[:space:]].*/\2/p" \
+  [ -n "$m" ] || m=$(sed -n "s/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\)[[:space:]]\+${SUITE}[[:space:]].*/\2/p" \
                        /etc/apt/sources.list 2>/dev/null | head -n1 || true)
   echo "${m:-http://deb.debian.org/debian}"
 }
@@ -60,8 +60,8 @@ tarball="$CACHE/debian12-minbase.tar.gz"
 if [ ! -s "$tarball" ]; then
   boot="$CACHE/bootstrap.tmp"
   rm -rf "$boot"
-  timed "debootstrap --variant=minbase $SUITE" \
-    debootstrap --variant=minbase --cache-dir="$CACHE/apt-archives" "$SUITE" "$boot" "$(mirror)" >/dev/null
+  bootstrap() { debootstrap --variant=minbase --cache-dir="$CACHE/apt-archives" "$SUITE" "$boot" "$(mirror)" >/dev/null; }
+  timed "debootstrap --variant=minbase $SUITE" bootstrap
   tar -C "$boot" -czf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
   rm -rf "$boot"
 fi
@@ -101,7 +101,14 @@ new_root() {
   for f in /etc/apt/apt.conf.d/*; do
     [ -f "$f" ] && grep -q '^[[:space:]]*Acquire::' "$f" && cp "$f" "$root/etc/apt/apt.conf.d/"
   done
+  # The host's network as the root needs it, nothing more: DNS, and the local certificate
+  # authorities (an HTTPS proxy's) that the ca-certificates package adds to the root's bundle
+  # when a package pulls it in (npm's registry is reached over HTTPS).
   cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+  if [ -d /usr/local/share/ca-certificates ]; then
+    mkdir -p "$root/usr/local/share/ca-certificates"
+    cp -a /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+  fi
   mount -t proc proc "$root/proc"
   mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys"
   mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"
@@ -109,7 +116,7 @@ new_root() {
   mount --bind "$CACHE/apt-lists" "$root/var/lib/apt/lists"
   git clone --quiet --no-hardlinks "$SRC" "$root/src"
   git -C "$root/src" checkout --quiet "$rev"
-  log "root $root: Debian $(cat "$root/etc/debian_version"), $(in_root dpkg-query -f '.\n' -W | wc -l) packages, commit ${rev:0:12}"
+  log "root $root: Debian $(cat "$root/etc/debian_version"), $(packages | wc -l) packages, commit ${rev:0:12}"
 }
 
 # in_root CMD...: runs a shell command in the root's /src with a clean environment (no DISPLAY).
@@ -120,15 +127,31 @@ in_root() {
 }
 
 installed() { in_root "dpkg-query -W -f='\${Status}' $1 2>/dev/null | grep -q 'install ok installed'"; }
+packages() { chroot "$root" dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' | awk '$1 == "ii" { print $2 }' | sort; }
+
+# installs LABEL CMD...: `timed`, and what the step installed: packages, and their download size
+# (the archive sizes apt reports, whether or not the shared .deb cache already held them).
+installs() {
+  local label="$1" before after new mb; shift
+  before="$(packages)"
+  timed "$label" "$@"
+  after="$(packages)"
+  new="$(comm -13 <(echo "$before") <(echo "$after"))"
+  [ -n "$new" ] || { log "$label installed nothing"; return 0; }
+  # shellcheck disable=SC2086  # one package name per word
+  mb="$(chroot "$root" apt-cache show --no-all-versions $new 2>/dev/null | awk '/^Size:/ { s += $2 } END { printf "%.0f", s / 1e6 }')"
+  log "$label installed $(echo "$new" | wc -l) packages, $mb MB of archives"
+  timings[${#timings[@]}-1]+=" ($(echo "$new" | wc -l) packages, $mb MB downloaded)"
+}
 
 if [ "$full" = 0 ]; then
   new_root
-  timed "scripts/setup.sh --demo" in_root scripts/setup.sh --demo
+  installs "scripts/setup.sh --demo" in_root scripts/setup.sh --demo
   for p in nodejs npm clang python3-torch xvfb; do
     installed "$p" && fail "scripts/setup.sh --demo installed $p, which only the tests need"
   done
-  log "the demo's setup installed $(in_root dpkg-query -f '.\n' -W | wc -l) packages in all, no nodejs/npm"
-  timed "scripts/setup.sh --test" in_root scripts/setup.sh --test
+  log "the demo's setup left $(packages | wc -l) packages in all, no nodejs/npm"
+  installs "scripts/setup.sh --test" in_root scripts/setup.sh --test
   for preset in release debug asan engine; do
     timed "cmake --preset $preset" in_root "cmake --preset $preset >/tmp/configure-$preset.log 2>&1 || { tail -n 40 /tmp/configure-$preset.log; exit 1; }"
   done
@@ -136,12 +159,15 @@ if [ "$full" = 0 ]; then
   timed "run dependency_check" in_root "QT_QPA_PLATFORM=offscreen build/release/tests/install/dependency_check"
 else
   new_root
-  timed "scripts/demo.sh --demo --steps 10 (setup, build, headless demo)" \
+  installs "scripts/demo.sh --demo --steps 10 (setup, build, headless demo)" \
     in_root "scripts/demo.sh --demo --steps 10 --output /tmp/demo-run"
   in_root "test -s /tmp/demo-run/metrics.jsonl && test -d /tmp/demo-run/adapters" || fail "the demo wrote no metrics or adapters"
-  log "demo: $(in_root 'wc -l < /tmp/demo-run/metrics.jsonl') metrics lines"
-  new_root
-  timed "scripts/test.sh (setup, build, every test, package, fuzz, ASan)" in_root scripts/test.sh
+  for p in nodejs npm clang python3-torch xvfb; do
+    installed "$p" && fail "scripts/demo.sh installed $p, which only the tests need"
+  done
+  log "demo: $(in_root 'wc -l < /tmp/demo-run/metrics.jsonl') metrics lines; no test tools installed"
+  # The test command next, on the same machine, as a newcomer who tried the demo first would.
+  installs "scripts/test.sh (setup, build, every test, package, fuzz, ASan)" in_root scripts/test.sh
 fi
 log "passed on a pristine Debian 12 root:"
 for t in "${timings[@]}"; do echo "  $t"; done

@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
 # Installs dependencies from Debian 12 packages (idempotent; sudo only when not root).
-# Usage: scripts/setup.sh [--demo | --test]
+# Usage: scripts/setup.sh [--demo | --test] [--no-libtorch]
 #   --demo  what building and running grpo and grpo-studio needs, nothing else (scripts/demo.sh)
 #   --test  that, plus what the tests, fuzzers, sanitizers and benchmarks need (the default;
 #           scripts/test.sh): Python's torch and python3 for reference checks, Xvfb, clang and its
 #           sanitizer runtimes, the openssl CLI, debootstrap for scripts/check_fresh.sh, and
 #           Node.js with the npm `tokenizers` package for the tokenizer benchmark's reference.
+#   --no-libtorch  without Debian's LibTorch 1.13 (CPU) and python3-torch: for a GPU box that builds
+#           against PyTorch's own CUDA LibTorch (scripts/gpu_check.sh)
 # Every package is installed with --no-install-recommends, so each one the project needs is listed
 # here by name (a pristine root has nothing else: scripts/check_fresh.sh proves it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-mode=test
-case "${1:-}" in
-  --demo) mode=demo ;;
-  --test | "") mode=test ;;
-  *) echo "usage: scripts/setup.sh [--demo | --test]" >&2; exit 2 ;;
-esac
+mode="test" system_torch=1
+for arg in "$@"; do
+  case "$arg" in
+    --demo) mode="demo" ;;
+    --test) mode="test" ;;
+    --no-libtorch) system_torch=0 ;;
+    *) echo "usage: scripts/setup.sh [--demo | --test] [--no-libtorch]" >&2; exit 2 ;;
+  esac
+done
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -26,16 +31,18 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   # Qt6Charts' CMake config needs Qt6OpenGL, which qt6-base-dev only recommends.
   qt6-base-dev qt6-base-dev-tools qt6-charts-dev libqt6opengl6-dev qt6-qpa-plugins
-  libtorch-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libyaml-cpp-dev
+  nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libyaml-cpp-dev
   # Debian's default BLAS is the slow reference one (about 6 vs 175 GFLOP/s for fp32 GEMM here).
   libopenblas0-pthread
   # Text in the charts and in the headless demo's PNGs: fontconfig alone ships no font.
   fonts-dejavu-core
 )
+if [ "$system_torch" = 1 ]; then PACKAGES+=(libtorch-dev); fi
 if [ "$mode" = test ]; then
+  if [ "$system_torch" = 1 ]; then PACKAGES+=(python3-torch); fi  # PyTorch's grpo step baseline
   PACKAGES+=(
     git
-    python3 python3-torch   # reference checks: python3's eval, PyTorch's grpo step baseline
+    python3                 # reference checks: python3's eval of the arithmetic tasks
     xvfb xauth              # the real-window test and screenshots
     clang libclang-rt-14-dev  # libFuzzer, ASan + UBSan + LSan
     openssl                 # the TLS tests make self-signed certificates with the CLI
@@ -65,8 +72,10 @@ done
 # the benchmark reports it missing rather than failing.
 if [ "$mode" = test ] && [ -f tests/bench/package.json ] && command -v npm >/dev/null 2>&1; then
   if [ ! -d tests/bench/node_modules ]; then
-    (cd tests/bench && { npm ci --no-audit --no-fund --silent 2>/dev/null || npm install --no-audit --no-fund --silent; }) \
-      || echo "setup: warning: npm install in tests/bench failed; grpo bench tokenize will run without the reference"
+    npm_log="$(mktemp)"
+    (cd tests/bench && { npm ci --no-audit --no-fund >"$npm_log" 2>&1 || npm install --no-audit --no-fund >>"$npm_log" 2>&1; }) \
+      || { tail -n 5 "$npm_log"; echo "setup: warning: npm install in tests/bench failed; grpo bench tokenize will run without the reference"; }
+    rm -f "$npm_log"
   fi
 fi
 echo "setup: dependencies ready ($mode)"

@@ -80,8 +80,8 @@ std::vector<TrainSample> make_batch(model::CausalLM& m, const GrpoStepBenchOptio
       out.push_back(std::move(s));
     }
     model::ForwardArgs args;
-    args.attention_mask = mask;
-    auto logp = torch::log_softmax(m->forward(ids, args) / o.temperature, -1);  // (G, L, V)
+    args.attention_mask = mask.to(m->device());
+    auto logp = torch::log_softmax(m->forward(ids.to(m->device()), args) / o.temperature, -1).to(torch::kCPU);  // (G, L, V)
     auto noise = torch::randn({o.group, L}, gen, torch::kFloat32) * 0.1;
     for (int64_t g = 0; g < o.group; ++g) {
       TrainSample& s = out[out.size() - o.group + g];
@@ -107,7 +107,7 @@ json batch_json(const std::vector<TrainSample>& samples, const GrpoStepBenchOpti
           {"adapter_dir", path_join(dir, "adapter")},
           {"config",
            {{"r", o.lora_r}, {"lora_alpha", o.lora_alpha}, {"learning_rate", o.learning_rate},
-            {"epsilon", o.epsilon}, {"epsilon_high", o.epsilon_high}, {"loss_type", "dapo"},
+            {"epsilon", o.epsilon}, {"epsilon_high", o.epsilon_high}, {"loss_type", "dapo"}, {"device", o.device},
             {"temperature", o.temperature}, {"max_grad_norm", 1.0}, {"weight_decay", 0.0},
             {"adam_beta1", 0.9}, {"adam_beta2", 0.999}, {"adam_epsilon", 1e-8},
             {"per_device_train_batch_size", o.per_device_train_batch_size},
@@ -153,14 +153,16 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
   if (o.threads > 0) torch::set_num_threads(o.threads);
   const int threads = torch::get_num_threads();
   torch::manual_seed(0);
+  const torch::Device device = model::bench_device(o.device, "bench grpo-step");
+  at::globalContext().setAllowTF32CuBLAS(false);  // fp32 on both sides, as PyTorch's default
 
   model::CausalLM m{nullptr};
   if (!o.model_dir.empty()) {
     check(is_directory(o.model_dir), o.model_dir, "no such model directory",
           "give a Hugging Face model folder, or --size for a generated model");
-    m = model::from_pretrained(o.model_dir, torch::kFloat32);
+    m = model::from_pretrained(o.model_dir, torch::kFloat32, device);
   } else {
-    m = model::CausalLM(model::CausalLMOptions(model::bench_model_config(o.size)));
+    m = model::CausalLM(model::CausalLMOptions(model::bench_model_config(o.size)).device(device));
   }
   model::LoraConfig lc;
   lc.r = o.lora_r;
@@ -254,6 +256,7 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
       {"lora_params", [&] { int64_t n = 0; for (auto& p : m->lora_parameters()) n += p.numel(); return n; }()},
       {"lora_r", o.lora_r},
       {"threads", threads},
+      {"device", device.str()},
       {"samples", int64_t(samples.size())},
       {"tokens", tokens},
       {"completion_tokens", completion_tokens},

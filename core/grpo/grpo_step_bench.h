@@ -37,6 +37,7 @@ struct GrpoStepBenchOptions {
   double epsilon = 0.2, epsilon_high = 0.28;
   double temperature = 0.9;
   int threads = 0;             // intra-op threads for both sides; 0 = LibTorch's default
+  std::string device = "cpu";  // "cpu" | "cuda": both sides, fp32 (TF32 off), so they stay comparable
   int iters = 3;               // timed steps (median) after one checked warm-up step
   std::string python = "/usr/bin/python3";
   std::string script = "tests/bench/grpo_step_baseline.py";

@@ -55,7 +55,7 @@ torch::Tensor scaled_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, const AttentionMask& mask) {
   [[maybe_unused]] const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), D = q.size(3);
   [[maybe_unused]] const int64_t KVH = k.size(1), Tk = k.size(2), G = H / KVH;
-#if TORCH_VERSION_MAJOR >= 2
+#if TORCH_VERSION_MAJOR >= 2  // every 1.13 / 2.x difference is listed in docs/gpu.md
   // Fused kernel (flash / memory-efficient on CUDA, flash on CPU). k/v repeated per query head.
   auto kk = G == 1 ? k : k.unsqueeze(2).expand({B, KVH, G, Tk, D}).reshape({B, H, Tk, D});
   auto vv = G == 1 ? v : v.unsqueeze(2).expand({B, KVH, G, Tk, D}).reshape({B, H, Tk, D});

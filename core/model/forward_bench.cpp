@@ -5,6 +5,8 @@
 #include <chrono>
 #include <vector>
 
+#include <optional>
+
 #include <torch/torch.h>
 
 #include "core/common/error.h"
@@ -83,10 +85,27 @@ struct GemmProbe {
 
 }  // namespace
 
+c10::Device bench_device(const std::string& name, const std::string& context) {
+  std::optional<torch::Device> device;
+  try {
+    device = torch::Device(name);
+  } catch (const c10::Error&) {
+  }
+  check(device && (device->is_cpu() || device->is_cuda()), context,
+        "--device is '" + name + "', expected cpu, cuda or cuda:N");
+  if (device->is_cpu()) return *device;
+  check(torch::cuda::is_available(), context, "--device " + name + ": LibTorch sees no CUDA device",
+        "this LibTorch is built for CPU only, or the NVIDIA driver is missing (nvidia-smi); build against "
+        "PyTorch's CUDA LibTorch with scripts/gpu_check.sh");
+  check(!device->has_index() || device->index() < int(torch::cuda::device_count()), context,
+        "--device " + name + ": only " + std::to_string(torch::cuda::device_count()) + " CUDA device(s)");
+  return *device;
+}
+
 nlohmann::json bench_forward(const ForwardBenchOptions& o) {
   if (o.threads > 0) torch::set_num_threads(o.threads);
   const int default_threads = torch::get_num_threads();
-  torch::Device device(o.device == "cuda" ? torch::kCUDA : torch::kCPU);
+  const torch::Device device = bench_device(o.device, "bench forward");
   torch::Dtype dtype = o.dtype.empty() ? default_compute_dtype(device)
                        : o.dtype == "bfloat16"  ? torch::kBFloat16
                        : o.dtype == "float16"   ? torch::kFloat16

@@ -15,11 +15,16 @@
 #include <cstdint>
 #include <string>
 
+#include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
 #include "core/io/hf_config.h"
 
 namespace grpo::model {
+
+// The device a benchmark's --device names ("cpu", "cuda", "cuda:N"); an error that says why when
+// it is malformed or this LibTorch sees no CUDA device. Shared by bench forward, generate and grpo-step.
+c10::Device bench_device(const std::string& name, const std::string& context);
 
 struct ForwardBenchOptions {
   std::string model_dir;      // a checkpoint; empty = generate `size`

@@ -2,6 +2,8 @@
 #include "core/model/grad_checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <mutex>
@@ -13,20 +15,24 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // What backward needs besides the saved input: the block (with the tensors it captured: rope
-// tables, masks) and the random state forward started from.
+// tables, masks) and the random state forward started from: the CPU generator's, and on a GPU
+// also that device's own generator (LoRA dropout masks of CUDA tensors come from it).
 struct BlockHolder : torch::CustomClassHolder {
   std::function<torch::Tensor(const torch::Tensor&)> block;
   torch::Tensor cpu_rng_state;
+  torch::Tensor device_rng_state;  // undefined for CPU inputs
 };
 
-torch::Tensor cpu_rng_state() {
-  auto gen = at::detail::getDefaultCPUGenerator();
+at::Generator generator_of(const c10::Device& device) {
+  return device.is_cpu() ? at::detail::getDefaultCPUGenerator() : at::globalContext().defaultGenerator(device);
+}
+
+torch::Tensor rng_state(at::Generator gen) {
   std::lock_guard<std::mutex> lock(gen.mutex());
   return gen.get_state();
 }
 
-void set_cpu_rng_state(const torch::Tensor& state) {
-  auto gen = at::detail::getDefaultCPUGenerator();
+void set_rng_state(at::Generator gen, const torch::Tensor& state) {
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_state(state);
 }
@@ -37,7 +43,8 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
   // embedding's output while only LoRA factors train).
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor input, torch::Tensor anchor,
                                c10::intrusive_ptr<BlockHolder> holder) {
-    holder->cpu_rng_state = cpu_rng_state();
+    holder->cpu_rng_state = rng_state(generator_of(torch::kCPU));
+    if (!input.device().is_cpu()) holder->device_rng_state = rng_state(generator_of(input.device()));
     ctx->save_for_backward({input});
     ctx->saved_data["holder"] = c10::IValue::make_capsule(holder);
     torch::NoGradGuard no_grad;
@@ -52,11 +59,18 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     auto input = saved[0].detach().requires_grad_(input_needs_grad);
     torch::Tensor out;
     {
-      const auto outer_state = cpu_rng_state();
-      set_cpu_rng_state(h->cpu_rng_state);
+      auto cpu_gen = generator_of(torch::kCPU);
+      const auto outer_cpu = rng_state(cpu_gen);
+      set_rng_state(cpu_gen, h->cpu_rng_state);
+      torch::Tensor outer_device;
+      if (h->device_rng_state.defined()) {
+        outer_device = rng_state(generator_of(input.device()));
+        set_rng_state(generator_of(input.device()), h->device_rng_state);
+      }
       torch::AutoGradMode enable(true);
       out = h->block(input);
-      set_cpu_rng_state(outer_state);
+      set_rng_state(cpu_gen, outer_cpu);
+      if (outer_device.defined()) set_rng_state(generator_of(input.device()), outer_device);
     }
     if (out.requires_grad()) torch::autograd::backward({out}, {grad_outputs[0]});
     torch::Tensor grad_input = input_needs_grad ? input.grad() : torch::Tensor();

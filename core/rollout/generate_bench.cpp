@@ -47,13 +47,15 @@ nlohmann::json bench_generate(const GenerateBenchOptions& o) {
   if (o.threads > 0) torch::set_num_threads(o.threads);
   torch::manual_seed(0);
 
+  const torch::Device device = model::bench_device(o.device, "bench generate");
+  const torch::Dtype dtype = model::default_compute_dtype(device);
   model::CausalLM m{nullptr};
   if (!o.model_dir.empty()) {
     check(is_directory(o.model_dir), o.model_dir, "no such model directory",
           "give a Hugging Face model folder, or --size for a generated model");
-    m = model::from_pretrained(o.model_dir);
+    m = model::from_pretrained(o.model_dir, dtype, device);
   } else {
-    m = model::CausalLM(model::CausalLMOptions(model::bench_model_config(o.size)));
+    m = model::CausalLM(model::CausalLMOptions(model::bench_model_config(o.size)).dtype(dtype).device(device));
   }
   const auto& c = m->config();
   // Keep prompt + completion within the model's context.
@@ -104,6 +106,8 @@ nlohmann::json bench_generate(const GenerateBenchOptions& o) {
       {"model", o.model_dir.empty() ? "generated-" + o.size : o.model_dir},
       {"params", m->num_base_parameters()},
       {"threads", torch::get_num_threads()},
+      {"device", device.str()},
+      {"dtype", model::hf_dtype_name(dtype)},
       {"prompts", o.prompts},
       {"group", o.group},
       {"prompt_len_min", lo},

@@ -24,6 +24,7 @@ struct GenerateBenchOptions {
   int64_t max_tokens = 64;    // new tokens per completion (fixed: no stop tokens)
   double temperature = 1.0;
   int threads = 0;            // 0 = LibTorch's default
+  std::string device = "cpu";  // "cpu" | "cuda" | "cuda:N"; the device's compute dtype (bf16 on CUDA)
   int iters = 1;              // timed repeats (median) of each mode, after a short warm-up
 };
 

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
+#include <torch/cuda.h>
 #include <torch/serialize.h>
 
 #include "core/common/error.h"
@@ -21,25 +23,48 @@ namespace fs = std::filesystem;
 namespace grpo::run {
 namespace {
 
-// The global CPU generator (LoRA dropout, random init) as a tensor, and back.
-void save_rng(const std::string& path) {
-  auto gen = at::detail::getDefaultCPUGenerator();
-  torch::Tensor state;
-  {
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    state = gen.get_state();
-  }
-  std::ostringstream bytes;  // checked write + fsync, as the optimizer's (Optimizer::save)
-  torch::save(state, bytes);
-  write_file_atomic(path, bytes.str());
+// The global CPU generator (LoRA dropout, random init) as a tensor, and back; on a machine with
+// CUDA also every GPU's default generator (dropout masks of CUDA tensors), as torch.cuda's
+// get_rng_state_all(), in rng_cuda.pt.
+at::Generator generator_of(const c10::Device& device) {
+  return device.is_cpu() ? at::detail::getDefaultCPUGenerator() : at::globalContext().defaultGenerator(device);
 }
 
-void load_rng(const std::string& path) {
+void save_rng(const std::string& path, const std::string& cuda_path) {
+  auto state_of = [](at::Generator gen) {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    return gen.get_state();
+  };
+  std::ostringstream bytes;  // checked write + fsync, as the optimizer's (Optimizer::save)
+  torch::save(state_of(generator_of(torch::kCPU)), bytes);
+  write_file_atomic(path, bytes.str());
+  if (!torch::cuda::is_available()) return;
+  std::vector<torch::Tensor> states;
+  for (int64_t i = 0; i < int64_t(torch::cuda::device_count()); ++i)
+    states.push_back(state_of(generator_of(c10::Device(c10::kCUDA, c10::DeviceIndex(i)))));
+  std::ostringstream cuda_bytes;
+  torch::save(states, cuda_bytes);
+  write_file_atomic(cuda_path, cuda_bytes.str());
+}
+
+void load_rng(const std::string& path, const std::string& cuda_path) {
+  auto set_state = [](at::Generator gen, const torch::Tensor& state) {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(state);
+  };
   torch::Tensor state;
   torch::load(state, path);
-  auto gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(state);
+  set_state(generator_of(torch::kCPU), state);
+  if (!file_exists(cuda_path)) return;
+  std::vector<torch::Tensor> states;
+  torch::load(states, cuda_path);
+  const int64_t gpus = torch::cuda::is_available() ? int64_t(torch::cuda::device_count()) : 0;
+  if (gpus != int64_t(states.size())) {
+    log_warn(cuda_path + ": saved the random state of " + std::to_string(states.size()) + " GPU(s), this machine has " +
+             std::to_string(gpus) + "; GPU dropout masks after the resume will differ from an uninterrupted run");
+    return;
+  }
+  for (int64_t i = 0; i < gpus; ++i) set_state(generator_of(c10::Device(c10::kCUDA, c10::DeviceIndex(i))), states[size_t(i)]);
 }
 
 std::vector<std::pair<int64_t, std::string>> checkpoint_dirs(const std::string& run_dir) {
@@ -88,7 +113,7 @@ std::string save_checkpoint(RunDirectory& dir, const model::CausalLMImpl& model,
   try {
     model::save_adapter(model, tmp);
     optimizer.save(path_join(tmp, "optimizer.pt"));
-    save_rng(path_join(tmp, "rng.pt"));
+    save_rng(path_join(tmp, "rng.pt"), path_join(tmp, "rng_cuda.pt"));
     write_file_atomic(path_join(tmp, "state.json"), state.to_json().dump(2) + "\n");
     write_file_atomic(path_join(tmp, "SHA256SUMS"), sha256sums(tmp));
     fs::remove_all(final_dir, ec);  // a re-run of the same step after a resume replaces it
@@ -130,7 +155,7 @@ std::optional<LoadedCheckpoint> find_latest_checkpoint(const std::string& run_di
 void restore_checkpoint(const LoadedCheckpoint& ckpt, model::CausalLMImpl& model, grpo::Optimizer& optimizer) {
   model::load_adapter_weights(model, ckpt.dir);
   optimizer.load(path_join(ckpt.dir, "optimizer.pt"));
-  if (file_exists(path_join(ckpt.dir, "rng.pt"))) load_rng(path_join(ckpt.dir, "rng.pt"));
+  if (file_exists(path_join(ckpt.dir, "rng.pt"))) load_rng(path_join(ckpt.dir, "rng.pt"), path_join(ckpt.dir, "rng_cuda.pt"));
 }
 
 int64_t truncate_metrics(const std::string& run_dir, int64_t step) {

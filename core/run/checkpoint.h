@@ -1,5 +1,5 @@
 // Checkpoints of a run: checkpoints/step-<S>/ holds the adapter (PEFT layout), the AdamW moments
-// and step count (optimizer.pt), the global torch RNG (rng.pt), and state.json (step, policy version, dataset cursor, metrics
+// and step count (optimizer.pt), the global torch RNG (rng.pt; each GPU's in rng_cuda.pt where CUDA is present), and state.json (step, policy version, dataset cursor, metrics
 // position, RNG seed state, the resolved config), with SHA256SUMS over all of it. Written into a
 // temporary directory and renamed into place; the newest few are kept. Loading picks the newest
 // checkpoint whose files all match SHA256SUMS and falls back to older ones with a warning.

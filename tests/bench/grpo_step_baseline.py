@@ -189,10 +189,20 @@ def main():
         batch = json.load(f)
     c = batch["config"]
     torch.set_num_threads(max(1, int(c["threads"])))
+    # --device cuda: every tensor of the step on the GPU (factories too), fp32 without TF32 as ours.
+    dev = torch.device(c.get("device", "cpu"))
+
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+
     with open(os.path.join(batch["model_dir"], "config.json")) as f:
         mcfg = json.load(f)
-    weights = load_safetensors(os.path.join(batch["model_dir"], "model.safetensors"))
-    adapter = load_safetensors(os.path.join(batch["adapter_dir"], "adapter_model.safetensors"))
+    weights = {k: v.to(dev) for k, v in load_safetensors(os.path.join(batch["model_dir"], "model.safetensors")).items()}
+    adapter = {k: v.to(dev) for k, v in load_safetensors(os.path.join(batch["adapter_dir"], "adapter_model.safetensors")).items()}
+    if dev.type != "cpu":  # after reading the files: frombuffer makes CPU tensors
+        torch.set_default_device(dev)
+        torch.backends.cuda.matmul.allow_tf32 = False
     with open(os.path.join(batch["adapter_dir"], "adapter_config.json")) as f:
         acfg = json.load(f)
     r, alpha = acfg["r"], acfg["lora_alpha"]
@@ -255,8 +265,10 @@ def main():
 
     losses, norms, times = [], [], []
     for i in range(c["steps"]):
+        sync()
         t0 = time.perf_counter()
         loss, gn = step()
+        sync()
         dt = time.perf_counter() - t0
         losses.append(loss)
         norms.append(gn)
@@ -271,6 +283,7 @@ def main():
         "padded_tokens": n * (P + C),
         "threads": torch.get_num_threads(),
         "torch_version": torch.__version__,
+        "device": str(dev),
     }))
 
 

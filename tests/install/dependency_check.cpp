@@ -16,7 +16,6 @@
 #include <QFontDatabase>
 #include <QImage>
 #include <QLineSeries>
-#include <QPainter>
 #include <QSslSocket>
 #include <QTcpServer>
 #include <QTcpSocket>
@@ -75,12 +74,9 @@ std::pair<int64_t, int64_t> render_chart() {
   chart->setAnimationOptions(QChart::NoAnimation);
   QChartView view(chart);  // owns the chart
   view.resize(480, 320);
-  QImage img(view.size(), QImage::Format_ARGB32);
-  img.fill(Qt::white);
-  {
-    QPainter painter(&img);
-    view.render(&painter);
-  }
+  view.show();  // laid out and painted by the platform plugin (offscreen without a display)
+  QApplication::processEvents();
+  const QImage img = view.grab().toImage();
   const int64_t title = inked_pixels(img, QRect(0, 0, img.width(), 40));
   const QRectF plot = chart->plotArea();
   return {title, inked_pixels(img, plot.toRect().adjusted(2, 2, -2, -2))};
