@@ -9,7 +9,7 @@
 #include "core/rollout/sampler.h"
 #include "core/run/sync_trainer.h"
 #include "engine_test_util.h"
-#include "tests/common/tiny_model.h"
+#include "tests/common/tiny_lora.h"
 
 namespace algo = grpo::grpo;
 namespace model = grpo::model;
@@ -18,18 +18,15 @@ class TestLearning : public QObject {
   Q_OBJECT
 private Q_SLOTS:
   void freshSamplesHaveRatioOne() {
-    auto c = grpo::testing::tiny_qwen2_config(64, 32);
-    torch::manual_seed(3);
-    model::CausalLM m{model::CausalLMOptions(c)};
-    m->init_weights(0.3);
-    model::LoraConfig lc;
-    lc.r = 4;
-    lc.lora_alpha = 8;
-    m->add_lora(lc);
-    {
-      torch::NoGradGuard ng;
-      for (auto& p : m->lora_parameters()) p.normal_(0, 0.2);  // an adapter that changes the policy
-    }
+    grpo::testing::TinyLora t;
+    t.vocab = 64;
+    t.hidden = 32;
+    t.r = 4;
+    t.lora_alpha = 8;
+    t.init_std = 0.3;
+    t.lora_std = 0.2;  // an adapter that changes the policy
+    t.seed = 3;
+    auto m = grpo::testing::tiny_lora_model(t);
     grpo::rollout::Sampler sampler(m);
     grpo::rollout::SamplingParams sp;
     sp.temperature = 0.7;

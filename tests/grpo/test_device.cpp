@@ -19,7 +19,7 @@
 #include "core/model/kv_cache.h"
 #include "core/model/peft_io.h"
 #include "core/model/weights.h"
-#include "tests/common/tiny_model.h"
+#include "tests/common/tiny_lora.h"
 #include "tests/model/model_test_util.h"
 
 namespace io = grpo::io;
@@ -34,47 +34,23 @@ torch::Device test_device() {
   return torch::Device(want);
 }
 
-// A tiny LoRA model with the given weights' dtype on `device`; every parameter (base and LoRA)
-// copied from `like` when given, so two devices hold the same function.
+// The tiny LoRA model in `dtype` on `device`; every parameter (base and LoRA) copied from `like`
+// when given, so two devices hold the same function.
 model::CausalLM tiny_lora_model(torch::Device device, torch::Dtype dtype, const model::CausalLM* like) {
-  torch::manual_seed(42);
-  model::CausalLM m(model::CausalLMOptions(grpo::testing::tiny_qwen2_config(40, 16)).dtype(dtype).device(device));
-  m->init_weights(0.2);
-  model::LoraConfig lc;
-  lc.r = 2;
-  lc.lora_alpha = 4;
-  m->add_lora(lc);
-  torch::NoGradGuard ng;
-  for (auto& p : m->lora_parameters()) p.normal_(0, 0.3);  // B != 0: every factor has a gradient
+  auto m = grpo::testing::tiny_lora_model({}, dtype, device);
   if (like) {
+    torch::NoGradGuard ng;
     auto src = (*like)->named_parameters(/*recurse=*/true);
     for (auto& kv : m->named_parameters(true)) kv.value().copy_(src[kv.key()].to(device, kv.value().scalar_type()));
   }
   return m;
 }
 
-// Samples whose behaviour log-probs are the model's own plus a little noise (ratios near 1).
 std::vector<algo::TrainSample> make_samples(model::CausalLM& m) {
-  std::vector<algo::TrainSample> out;
-  const std::vector<std::vector<int64_t>> prompts = {{1, 2, 3}, {4, 5}, {6, 7, 8, 9}, {3, 1}};
-  const std::vector<std::vector<int64_t>> completions = {{10, 11, 12, 13}, {14, 15}, {16, 17, 18}, {19, 20, 21, 22, 23}};
-  const std::vector<double> adv = {1.2, -0.4, -0.8, 0.5};
-  torch::NoGradGuard ng;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    algo::TrainSample s;
-    s.prompt_ids = prompts[i];
-    s.completion_ids = completions[i];
-    std::vector<int64_t> full = prompts[i];
-    full.insert(full.end(), completions[i].begin(), completions[i].end());
-    auto ids = torch::tensor(full, torch::kInt64).unsqueeze(0).to(m->device());
-    auto lp = torch::log_softmax(m->forward(ids)[0].to(torch::kCPU, torch::kFloat32), -1);
-    for (size_t t = 0; t < completions[i].size(); ++t)
-      s.old_logprobs.push_back(lp[int64_t(prompts[i].size() - 1 + t)][completions[i][t]].item<float>() +
-                               0.05f * static_cast<float>(int(t % 3) - 1));
-    s.advantage = adv[i];
-    out.push_back(s);
-  }
-  return out;
+  return grpo::testing::samples_near_policy(m, {{{1, 2, 3}, {10, 11, 12, 13}, 1.2},
+                                                {{4, 5}, {14, 15}, -0.4},
+                                                {{6, 7, 8, 9}, {16, 17, 18}, -0.8},
+                                                {{3, 1}, {19, 20, 21, 22, 23}, 0.5}});
 }
 
 algo::TrainConfig train_config(const char* loss_type) {

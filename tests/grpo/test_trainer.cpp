@@ -8,7 +8,7 @@
 
 #include "core/grpo/trainer.h"
 #include "core/model/causal_lm.h"
-#include "tests/common/tiny_model.h"
+#include "tests/common/tiny_lora.h"
 
 namespace io = grpo::io;
 namespace model = grpo::model;
@@ -16,42 +16,12 @@ namespace algo = grpo::grpo;
 
 namespace {
 
-io::ModelConfig tiny_config() { return grpo::testing::tiny_qwen2_config(40, 16); }
+model::CausalLM tiny_lora_model() { return grpo::testing::tiny_lora_model({}, torch::kFloat64); }
 
-model::CausalLM tiny_lora_model() {
-  torch::manual_seed(42);
-  model::CausalLM m(model::CausalLMOptions(tiny_config()).dtype(torch::kFloat64));
-  m->init_weights(0.2);
-  model::LoraConfig lc;
-  lc.r = 2;
-  lc.lora_alpha = 4;
-  m->add_lora(lc);
-  torch::NoGradGuard ng;
-  for (auto& p : m->lora_parameters()) p.normal_(0, 0.3);  // B != 0 so every factor has a gradient
-  return m;
-}
-
-// Samples whose behaviour log-probs are the current ones plus a little noise (ratios near 1).
 std::vector<algo::TrainSample> make_samples(model::CausalLM& m) {
-  std::vector<algo::TrainSample> out;
-  std::vector<std::vector<int64_t>> prompts = {{1, 2, 3}, {4, 5}, {6, 7, 8, 9}};
-  std::vector<std::vector<int64_t>> completions = {{10, 11, 12, 13}, {14, 15}, {16, 17, 18}};
-  std::vector<double> adv = {1.2, -0.4, -0.8};
-  torch::NoGradGuard ng;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    algo::TrainSample s;
-    s.prompt_ids = prompts[i];
-    s.completion_ids = completions[i];
-    std::vector<int64_t> full = prompts[i];
-    full.insert(full.end(), completions[i].begin(), completions[i].end());
-    auto lp = torch::log_softmax(m->forward(torch::tensor(full, torch::kInt64).unsqueeze(0))[0], -1);
-    for (size_t t = 0; t < completions[i].size(); ++t)
-      s.old_logprobs.push_back(lp[prompts[i].size() - 1 + t][completions[i][t]].item<float>() +
-                               0.05f * static_cast<float>((t % 3) - 1));
-    s.advantage = adv[i];
-    out.push_back(s);
-  }
-  return out;
+  return grpo::testing::samples_near_policy(m, {{{1, 2, 3}, {10, 11, 12, 13}, 1.2},
+                                                {{4, 5}, {14, 15}, -0.4},
+                                                {{6, 7, 8, 9}, {16, 17, 18}, -0.8}});
 }
 
 }  // namespace
