@@ -29,13 +29,19 @@ done
 if [ "$(id -u)" -ne 0 ]; then exec sudo -E "$0" "$@"; fi
 
 log() { echo "check_fresh: $*"; }
-fail() { echo "check_fresh: FAIL: $*" >&2; exit 1; }
 timings=()
+report() { for t in "${timings[@]}"; do echo "  $t"; done; }
+fail() {
+  echo "check_fresh: FAIL: $*" >&2
+  [ ${#timings[@]} -eq 0 ] || { echo "check_fresh: the steps before it:"; report; }
+  exit 1
+}
 timed() {  # timed LABEL CMD...: runs CMD, records its wall time under LABEL
   local label="$1" t0=$SECONDS; shift
   log "== $label"
-  "$@" || fail "$label (exit $?)"
+  "$@" || fail "$label (exit $?, after $((SECONDS - t0)) s)"
   timings+=("$label: $((SECONDS - t0)) s")
+  log "$label: $((SECONDS - t0)) s"
 }
 
 # The host's Debian mirror (deb822 or one-line sources), so the root gets what the host gets.
@@ -170,4 +176,4 @@ else
   installs "scripts/test.sh (setup, build, every test, package, fuzz, ASan)" in_root scripts/test.sh
 fi
 log "passed on a pristine Debian 12 root:"
-for t in "${timings[@]}"; do echo "  $t"; done
+report
