@@ -47,6 +47,8 @@ if [ "$mode" = test ]; then
     clang libclang-rt-14-dev  # libFuzzer, ASan + UBSan + LSan
     openssl                 # the TLS tests make self-signed certificates with the CLI
     debootstrap             # scripts/check_fresh.sh builds a pristine Debian 12 root
+    file                    # CPack's .deb generator (dpkg-shlibdeps) in scripts/check_package.sh
+    desktop-file-utils appstream  # that script validates the desktop entry and AppStream metainfo
   )
   # Node.js for the tokenizer benchmark's reference (may already come from elsewhere with npm).
   if ! command -v npm >/dev/null 2>&1; then PACKAGES+=(nodejs npm); fi
