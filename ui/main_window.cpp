@@ -97,7 +97,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(remote_, &RemoteRunClient::stepsReady, this, &MainWindow::onSteps);
   connect(remote_, &RemoteRunClient::eventsReady, this, &MainWindow::onEvents);
   connect(remote_, &RemoteRunClient::stateChanged, this, [this](run::EngineState s) {
-    stateLabel_->setText(tr("%1 (remote)").arg(run::to_string(s)));
+    stateLabel_->setText(remote_->pausePending() ? tr("pausing at the end of the step (remote)")
+                                                 : tr("%1 (remote)").arg(run::to_string(s)));
     if (s == run::EngineState::Finished || s == run::EngineState::Failed) {
       statusBar()->showMessage(tr("Remote run %1 ended (%2)").arg(remote_->runDir(), run::to_string(s)), 15000);
       etaLabel_->setText(tr("ETA —"));
@@ -196,8 +197,9 @@ void MainWindow::updateActions() {
   start_->setEnabled(!active && !remote);
   attach_->setEnabled(!controller_->active());
   detach_->setEnabled(remote);
-  pause_->setEnabled(active && s == run::EngineState::Running);
-  resume_->setEnabled(active && s == run::EngineState::Paused);
+  const bool pending = remote && remote_->pausePending();  // Resume cancels a pause not yet reached
+  pause_->setEnabled(active && s == run::EngineState::Running && !pending);
+  resume_->setEnabled(active && (s == run::EngineState::Paused || pending));
   stop_->setEnabled(active);
   retune_->setEnabled(active && (s == run::EngineState::Running || s == run::EngineState::Paused));
 }

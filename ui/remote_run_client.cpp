@@ -13,9 +13,10 @@
 namespace grpo::ui {
 namespace {
 
-run::EngineState parse_state(const std::string& s, bool paused) {
+// The engine's own state: a pause that was asked for holds the run only at the next step boundary,
+// so "paused": true beside "running" is a pause still pending, not a paused run.
+run::EngineState parse_state(const std::string& s) {
   using run::EngineState;
-  if (paused && s != "finished" && s != "failed" && s != "stopping") return EngineState::Paused;
   for (auto e : {EngineState::Idle, EngineState::Running, EngineState::Paused, EngineState::Stopping,
                  EngineState::Finished, EngineState::Failed})
     if (s == run::to_string(e)) return e;
@@ -79,6 +80,7 @@ bool RemoteRunClient::attach(const QUrl& base, const QByteArray& token, QString*
   attached_ = true;
   ++generation_;
   state_ = run::EngineState::Idle;
+  pausePending_ = false;
   step_ = maxSteps_ = 0;
   eventsSeen_ = 0;
   runDir_.clear();
@@ -151,15 +153,17 @@ void RemoteRunClient::onRun(QNetworkReply* r) {
   }
   maxSteps_ = j.value("max_steps", maxSteps_);
   runDir_ = QString::fromStdString(j.value("run_dir", std::string()));
-  const auto st = parse_state(j.value("state", std::string()), j.value("paused", false));
+  const auto st = parse_state(j.value("state", std::string()));
+  const bool pending = st == run::EngineState::Running && j.value("paused", false);
   const uint64_t gen = generation_;
   QNetworkReply* m = send("GET", QString("/grpo/metrics?since=%1").arg(step_));
-  connect(m, &QNetworkReply::finished, this, [this, m, gen, st] {
+  connect(m, &QNetworkReply::finished, this, [this, m, gen, st, pending] {
     m->deleteLater();
     if (gen != generation_) return;
     onMetrics(m);
     // A poll that left before the stop was accepted may still say "running".
-    if (attached_) setState(stopSent_ && st == run::EngineState::Running ? run::EngineState::Stopping : st);
+    if (attached_)
+      setState(stopSent_ && st == run::EngineState::Running ? run::EngineState::Stopping : st, pending && !stopSent_);
     if (!attached_) {
       inFlight_ = false;
       return;
@@ -242,9 +246,10 @@ void RemoteRunClient::setError(const QString& e) {
   Q_EMIT errorChanged(e);
 }
 
-void RemoteRunClient::setState(run::EngineState s) {
-  if (s == state_) return;
+void RemoteRunClient::setState(run::EngineState s, bool pausePending) {
+  if (s == state_ && pausePending == pausePending_) return;
   state_ = s;
+  pausePending_ = pausePending;
   Q_EMIT stateChanged(s);
 }
 

@@ -47,7 +47,10 @@ public:
 
   bool attached() const { return attached_; }
   QUrl url() const { return base_; }
-  run::EngineState state() const { return state_; }
+  run::EngineState state() const { return state_; }  // the remote engine's own state
+  // A pause was accepted but the engine is still finishing its step (state() says Running): the run
+  // holds at the next step boundary. Resume cancels it.
+  bool pausePending() const { return pausePending_; }
   int64_t step() const { return step_; }
   int64_t maxSteps() const { return maxSteps_; }
   QString runDir() const { return runDir_; }
@@ -65,7 +68,7 @@ public:
 Q_SIGNALS:
   void stepsReady(const QVector<::grpo::run::StepReport>& reports);  // in step order
   void eventsReady(const QVector<::grpo::run::EngineEvent>& events);  // in file order
-  void stateChanged(::grpo::run::EngineState state);
+  void stateChanged(::grpo::run::EngineState state);  // also when pausePending() changes
   void errorChanged(const QString& error);  // "" when the endpoint answers again
   void retuneDone(const QString& error);    // "" when accepted
   void detached();
@@ -79,7 +82,7 @@ private:
   void control(const char* route);
   void fail(const QString& message);
   void setError(const QString& e);
-  void setState(run::EngineState s);
+  void setState(run::EngineState s, bool pausePending = false);
 
   QNetworkAccessManager* nam_;
   QTimer* timer_;
@@ -90,6 +93,7 @@ private:
   bool stopSent_ = false;  // the endpoint accepted a stop: the process exits after the final save
   uint64_t generation_ = 0;  // replies from a previous attachment are ignored
   run::EngineState state_ = run::EngineState::Idle;
+  bool pausePending_ = false;
   int64_t step_ = 0, maxSteps_ = 0;
   int64_t eventsSeen_ = 0;  // events.jsonl lines received (the next ?since=)
   QString runDir_, error_;

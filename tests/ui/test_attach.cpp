@@ -97,8 +97,14 @@ private Q_SLOTS:
 
     // Pause through the toolbar: the remote step holds.
     w.pauseAction()->trigger();
-    QTRY_COMPARE_WITH_TIMEOUT(w.remote()->state(), EngineState::Paused, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(w.remote()->pausePending() || w.remote()->state() == EngineState::Paused, 20000);
+    // The engine holds at the next step boundary: until then the client says the pause is pending
+    // (the state stays the engine's own, Running), and Resume would cancel it. A slow step (a
+    // sanitizer build) can take long, so the wait is generous.
+    QTRY_COMPARE_WITH_TIMEOUT(w.remote()->state(), EngineState::Paused, 240000);
+    QVERIFY(!w.remote()->pausePending());
     QVERIFY(w.resumeAction()->isEnabled());
+    QVERIFY(!w.pauseAction()->isEnabled());
     QTest::qWait(3000);  // a step that was under way lands and is polled
     const int64_t held = w.remote()->step();
     const size_t held_points = w.dashboard()->store().size("loss");
@@ -124,7 +130,13 @@ private Q_SLOTS:
     // Events through GET /grpo/events: the remote pause, retune and resume are chart markers and
     // list rows; a fault (the shared convention, with advice) that the run appends to events.jsonl
     // shows its advice in the status bar and the list, and marks the charts.
-    QTRY_VERIFY_WITH_TIMEOUT(reward->markerCount() >= 3, 20000);
+    auto marker_state = [&] {
+      QString d = QString("chart markers %1, store max step %2, remote step %3; store markers:")
+                      .arg(reward->markerCount()).arg(w.dashboard()->store().max_step()).arg(w.remote()->step());
+      for (const auto& m : w.dashboard()->store().markers()) d += QString(" %1@%2").arg(m.kind).arg(m.step);
+      return d.toUtf8();
+    };
+    QTRY_VERIFY2_WITH_TIMEOUT(reward->markerCount() >= 3, marker_state().constData(), 20000);
     auto* events = w.dashboard()->eventsList();
     for (const char* kind : {"pause", "resume", "retune"}) {
       bool seen = false;
