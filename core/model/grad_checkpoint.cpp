@@ -1,12 +1,10 @@
 // Gradient checkpointing through a custom autograd Function (see grad_checkpoint.h).
 #include "core/model/grad_checkpoint.h"
 
-#include <ATen/CPUGeneratorImpl.h>
-#include <ATen/Context.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
-#include <mutex>
+#include "core/model/rng_state.h"
 
 namespace grpo::model {
 namespace {
@@ -23,28 +21,14 @@ struct BlockHolder : torch::CustomClassHolder {
   torch::Tensor device_rng_state;  // undefined for CPU inputs
 };
 
-at::Generator generator_of(const c10::Device& device) {
-  return device.is_cpu() ? at::detail::getDefaultCPUGenerator() : at::globalContext().defaultGenerator(device);
-}
-
-torch::Tensor rng_state(at::Generator gen) {
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  return gen.get_state();
-}
-
-void set_rng_state(at::Generator gen, const torch::Tensor& state) {
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(state);
-}
-
 struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
   // `anchor` is a 0-element tensor that requires grad, so that autograd calls backward even
   // when the block's input does not require grad (the first layer's input is a frozen
   // embedding's output while only LoRA factors train).
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor input, torch::Tensor anchor,
                                c10::intrusive_ptr<BlockHolder> holder) {
-    holder->cpu_rng_state = rng_state(generator_of(torch::kCPU));
-    if (!input.device().is_cpu()) holder->device_rng_state = rng_state(generator_of(input.device()));
+    holder->cpu_rng_state = generator_state(torch::kCPU);
+    if (!input.device().is_cpu()) holder->device_rng_state = generator_state(input.device());
     ctx->save_for_backward({input});
     ctx->saved_data["holder"] = c10::IValue::make_capsule(holder);
     torch::NoGradGuard no_grad;
@@ -59,18 +43,17 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     auto input = saved[0].detach().requires_grad_(input_needs_grad);
     torch::Tensor out;
     {
-      auto cpu_gen = generator_of(torch::kCPU);
-      const auto outer_cpu = rng_state(cpu_gen);
-      set_rng_state(cpu_gen, h->cpu_rng_state);
+      const auto outer_cpu = generator_state(torch::kCPU);
+      set_generator_state(torch::kCPU, h->cpu_rng_state);
       torch::Tensor outer_device;
       if (h->device_rng_state.defined()) {
-        outer_device = rng_state(generator_of(input.device()));
-        set_rng_state(generator_of(input.device()), h->device_rng_state);
+        outer_device = generator_state(input.device());
+        set_generator_state(input.device(), h->device_rng_state);
       }
       torch::AutoGradMode enable(true);
       out = h->block(input);
-      set_rng_state(cpu_gen, outer_cpu);
-      if (outer_device.defined()) set_rng_state(generator_of(input.device()), outer_device);
+      set_generator_state(torch::kCPU, outer_cpu);
+      if (outer_device.defined()) set_generator_state(input.device(), outer_device);
     }
     if (out.requires_grad()) torch::autograd::backward({out}, {grad_outputs[0]});
     torch::Tensor grad_input = input_needs_grad ? input.grad() : torch::Tensor();

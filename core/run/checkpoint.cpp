@@ -5,8 +5,6 @@
 #include <sstream>
 #include <unistd.h>
 
-#include <ATen/CPUGeneratorImpl.h>
-#include <ATen/Context.h>
 #include <torch/cuda.h>
 #include <torch/serialize.h>
 
@@ -17,6 +15,7 @@
 #include "core/grpo/optimizer.h"
 #include "core/model/causal_lm.h"
 #include "core/model/peft_io.h"
+#include "core/model/rng_state.h"
 
 namespace fs = std::filesystem;
 
@@ -26,35 +25,28 @@ namespace {
 // The global CPU generator (LoRA dropout, random init) as a tensor, and back; on a machine with
 // CUDA also every GPU's default generator (dropout masks of CUDA tensors), as torch.cuda's
 // get_rng_state_all(), in rng_cuda.pt.
-at::Generator generator_of(const c10::Device& device) {
-  return device.is_cpu() ? at::detail::getDefaultCPUGenerator() : at::globalContext().defaultGenerator(device);
-}
+using model::generator_state;
+using model::set_generator_state;
+
+c10::Device cuda_device(int64_t i) { return c10::Device(c10::kCUDA, c10::DeviceIndex(i)); }
 
 void save_rng(const std::string& path, const std::string& cuda_path) {
-  auto state_of = [](at::Generator gen) {
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    return gen.get_state();
-  };
   std::ostringstream bytes;  // checked write + fsync, as the optimizer's (Optimizer::save)
-  torch::save(state_of(generator_of(torch::kCPU)), bytes);
+  torch::save(generator_state(torch::kCPU), bytes);
   write_file_atomic(path, bytes.str());
   if (!torch::cuda::is_available()) return;
   std::vector<torch::Tensor> states;
   for (int64_t i = 0; i < int64_t(torch::cuda::device_count()); ++i)
-    states.push_back(state_of(generator_of(c10::Device(c10::kCUDA, c10::DeviceIndex(i)))));
+    states.push_back(generator_state(cuda_device(i)));
   std::ostringstream cuda_bytes;
   torch::save(states, cuda_bytes);
   write_file_atomic(cuda_path, cuda_bytes.str());
 }
 
 void load_rng(const std::string& path, const std::string& cuda_path) {
-  auto set_state = [](at::Generator gen, const torch::Tensor& state) {
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(state);
-  };
   torch::Tensor state;
   torch::load(state, path);
-  set_state(generator_of(torch::kCPU), state);
+  set_generator_state(torch::kCPU, state);
   if (!file_exists(cuda_path)) return;
   std::vector<torch::Tensor> states;
   torch::load(states, cuda_path);
@@ -64,7 +56,7 @@ void load_rng(const std::string& path, const std::string& cuda_path) {
              std::to_string(gpus) + "; GPU dropout masks after the resume will differ from an uninterrupted run");
     return;
   }
-  for (int64_t i = 0; i < gpus; ++i) set_state(generator_of(c10::Device(c10::kCUDA, c10::DeviceIndex(i))), states[size_t(i)]);
+  for (int64_t i = 0; i < gpus; ++i) set_generator_state(cuda_device(i), states[size_t(i)]);
 }
 
 std::vector<std::pair<int64_t, std::string>> checkpoint_dirs(const std::string& run_dir) {
