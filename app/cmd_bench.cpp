@@ -24,7 +24,8 @@ void add_bench_commands(CLI::App& app) {
 
   auto f = std::make_shared<model::ForwardBenchOptions>();
   auto* fwd = bench->add_subcommand("forward", "Prefill and LoRA forward+backward tokens/s, GEMM peak, MFU");
-  fwd->add_option("--model", f->model_dir, "Hugging Face model directory");
+  fwd->add_option("--model", f->model_dir, "Hugging Face model directory or Hub repo id")
+      ->transform(model_path_transform());
   fwd->add_option("--size", f->size, "Generated model size instead of --model (tiny, 25m, 100m)");
   fwd->add_option("--seq-len", f->seq_len, "Sequence length");
   fwd->add_option("--batch", f->batch, "Batch size");
@@ -37,7 +38,8 @@ void add_bench_commands(CLI::App& app) {
 
   auto g = std::make_shared<rollout::GenerateBenchOptions>();
   auto* gen = bench->add_subcommand("generate", "Sampler tokens/s for G samples per prompt, with and without prefix sharing");
-  gen->add_option("--model", g->model_dir, "Hugging Face model directory");
+  gen->add_option("--model", g->model_dir, "Hugging Face model directory or Hub repo id")
+      ->transform(model_path_transform());
   gen->add_option("--size", g->size, "Generated model size instead of --model (tiny, 25m, 100m)");
   gen->add_option("--prompts", g->prompts, "Prompts (P)");
   gen->add_option("--group", g->group, "Samples per prompt (G)");
@@ -52,7 +54,8 @@ void add_bench_commands(CLI::App& app) {
 
   auto s = std::make_shared<::grpo::grpo::GrpoStepBenchOptions>();
   auto* step = bench->add_subcommand("grpo-step", "One GRPO optimizer step: our trainer vs PyTorch eager (TRL's math), checked");
-  step->add_option("--model", s->model_dir, "Hugging Face model directory");
+  step->add_option("--model", s->model_dir, "Hugging Face model directory or Hub repo id")
+      ->transform(model_path_transform());
   step->add_option("--size", s->size, "Generated model size instead of --model (tiny, 25m, 100m)");
   step->add_option("--prompts", s->prompts, "Prompts per step");
   step->add_option("--group", s->group, "Samples per prompt (G)");

@@ -34,7 +34,8 @@ void add_cluster_bench_commands(CLI::App& app) {
   auto parts = std::make_shared<std::string>("straggler,adapters,scaling");
   auto* cluster = bench->add_subcommand(
       "cluster", "Local grpo worker processes: straggler (async vs sync), adapter distribution, scaling");
-  cluster->add_option("--model", c->model_dir, "Model directory (default: the demo model)");
+  cluster->add_option("--model", c->model_dir, "Model directory (default: the demo model)")
+      ->transform(model_path_transform());
   cluster->add_option("--parts", *parts, "Comma-separated: straggler, adapters, scaling")->capture_default_str();
   cluster->add_option("--workers", c->workers, "Local workers")->capture_default_str();
   cluster->add_option("--threads", c->threads, "Torch threads per worker")->capture_default_str();
@@ -66,7 +67,8 @@ void add_cluster_bench_commands(CLI::App& app) {
   auto s = std::make_shared<run::SoakBenchOptions>();
   auto* soak = bench->add_subcommand(
       "soak", "A run with local workers SIGKILLed and restarted at random: samples lost (must be 0), memory");
-  soak->add_option("--model", s->model_dir, "Model directory (default: the demo model)");
+  soak->add_option("--model", s->model_dir, "Model directory (default: the demo model)")
+      ->transform(model_path_transform());
   soak->add_option("--minutes", s->minutes, "How long to run")->capture_default_str();
   soak->add_option("--workers", s->workers, "Local workers (one is always left up)")->capture_default_str();
   soak->add_option("--threads", s->threads, "Torch threads per worker")->capture_default_str();

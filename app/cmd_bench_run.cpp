@@ -13,7 +13,8 @@ void add_run_bench_commands(CLI::App& app) {
 
   auto a = std::make_shared<run::AsyncBenchOptions>();
   auto* async = bench->add_subcommand("async", "Async engine vs the synchronous loop: wall time and idle fractions");
-  async->add_option("--model", a->model_dir, "Model directory with a tokenizer (default: the demo model)");
+  async->add_option("--model", a->model_dir, "Model directory with a tokenizer (default: the demo model)")
+      ->transform(model_path_transform());
   async->add_option("--size", a->size, "Use a random model of this size (e.g. 25m) with that tokenizer");
   async->add_option("--steps", a->steps, "Optimizer steps per mode");
   async->add_option("--generators", a->generators, "In-process generator threads (async)");
@@ -37,7 +38,8 @@ void add_run_bench_commands(CLI::App& app) {
 
   auto w = std::make_shared<run::WeightSyncBenchOptions>();
   auto* sync = bench->add_subcommand("weight-sync", "Adapter publication time and bytes per version for LoRA ranks");
-  sync->add_option("--model", w->model_dir, "Model directory (default: the demo model)");
+  sync->add_option("--model", w->model_dir, "Model directory (default: the demo model)")
+      ->transform(model_path_transform());
   sync->add_option("--size", w->size, "Use a random model of this size (e.g. 25m)");
   sync->add_option("--ranks", w->ranks, "LoRA ranks");
   sync->add_option("--repeats", w->repeats, "Publications per rank (median reported)");

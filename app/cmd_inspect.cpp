@@ -1,4 +1,4 @@
-// `grpo inspect model|logits|tokenize`.
+// `grpo inspect model|logits|tokenize|chat`.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -8,8 +8,11 @@
 
 #include "app/commands.h"
 #include "core/common/error.h"
+#include "core/common/files.h"
 #include "core/common/strings.h"
+#include "core/hub/hf_cache.h"
 #include "core/model/inspect.h"
+#include "core/text/chat_command.h"
 #include "core/text/tokenize_command.h"
 
 namespace grpo::cli {
@@ -33,17 +36,27 @@ std::vector<int64_t> parse_id_list(const std::string& text, const std::string& o
 
 void print_json_line(const std::string& json) { std::cout << json << std::endl; }
 
+CLI::Validator model_path_transform(const std::string& revision) {
+  return CLI::Validator(
+      [revision](std::string& value) {
+        if (!file_exists(value)) value = hub::resolve_model_dir(value, revision);
+        return std::string();
+      },
+      "DIR|REPO_ID");
+}
+
 void add_inspect_commands(CLI::App& app) {
   auto* inspect = app.add_subcommand("inspect", "Inspect models, logits and tokenizers");
   inspect->require_subcommand(1);
 
-  struct ModelArgs { std::string dir; bool json = false; };
+  struct ModelArgs { std::string dir, revision = "main"; bool json = false; };
   auto m = std::make_shared<ModelArgs>();
   auto* model = inspect->add_subcommand("model", "Architecture, sizes, parameter count and dtype of a model");
-  model->add_option("DIR", m->dir, "Hugging Face model directory")->required();
+  model->add_option("DIR", m->dir, "Hugging Face model directory, or a Hub repo id in the HF cache")->required();
+  model->add_option("--revision", m->revision, "With a repo id: branch, tag or commit (default main)");
   model->add_flag("--json", m->json, "Print JSON instead of text");
   model->callback([m] {
-    auto info = model::inspect_model(m->dir);
+    auto info = model::inspect_model(file_exists(m->dir) ? m->dir : hub::resolve_model_dir(m->dir, m->revision));
     if (m->json) print_json_line(info.dump());
     else std::cout << model::format_model_summary(info);
   });
@@ -51,7 +64,7 @@ void add_inspect_commands(CLI::App& app) {
   struct LogitsArgs { std::string model, ids, adapter; bool last = false; };
   auto l = std::make_shared<LogitsArgs>();
   auto* logits = inspect->add_subcommand("logits", "Print fp32 logits of a token sequence as JSON");
-  logits->add_option("--model", l->model, "Hugging Face model directory")->required();
+  logits->add_option("--model", l->model, "Hugging Face model directory or Hub repo id")->required()->transform(model_path_transform());
   logits->add_option("--ids", l->ids, "Comma-separated token ids, e.g. 1,2,3")->required();
   logits->add_option("--adapter", l->adapter, "PEFT LoRA adapter directory");
   logits->add_flag("--last", l->last, "Only the last position's logits");
@@ -68,6 +81,14 @@ void add_inspect_commands(CLI::App& app) {
   tok->add_flag("--skip-special", t->skip_special, "With --decode: drop special tokens");
   tok->add_flag("--chat", t->chat, "Read a JSON messages array, print the chat-templated ids");
   tok->callback([t] { text::run_tokenize(*t, std::cin, std::cout); });
+
+  auto c = std::make_shared<text::ChatCommandOptions>();
+  auto* chat = inspect->add_subcommand(
+      "chat", "Render stdin conversations (JSON lines) with the model's chat template; one JSON string or {\"error\"} a line");
+  chat->add_option("--tokenizer", c->tokenizer, "Model directory with tokenizer.json and tokenizer_config.json")->required();
+  chat->add_flag("--add-generation-prompt", c->add_generation_prompt,
+                 "Default for lines that do not set \"add_generation_prompt\" (else false, as transformers)");
+  chat->callback([c] { text::run_chat(*c, std::cin, std::cout); });
 }
 
 }  // namespace grpo::cli

@@ -51,7 +51,7 @@ void add_sft_commands(CLI::App& app) {
   auto a = std::make_shared<SftArgs>();
   auto* sft = app.add_subcommand("sft", "Supervised fine-tuning (LoRA or full) on prompt/completion pairs or the arithmetic task");
   sft->add_option("CONFIG", a->config, "Config file (.json, .yaml): the keys of `grpo sft --keys`");
-  sft->add_option("--model", a->model, "Model directory (model_name_or_path)");
+  sft->add_option("--model", a->model, "Model directory or Hub repo id in the HF cache (model_name_or_path)");
   sft->add_option("--train-file", a->train_file, "JSONL with {\"prompt\", \"completion\"} or chat \"messages\"");
   sft->add_option("--task", a->task, "Built-in task instead of a file")->check(CLI::IsMember({"arith"}));
   sft->add_option("--difficulty", a->difficulty, "Arithmetic task difficulty 1..5 (task_difficulty)");

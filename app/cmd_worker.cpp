@@ -54,7 +54,8 @@ void add_worker_commands(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("worker", "Serve rollouts for remote trainers (vLLM-compatible HTTP API)");
-  cmd->add_option("--model", args->model, "Base model directory (Hugging Face layout)")->required();
+  cmd->add_option("--model", args->model, "Base model directory (Hugging Face layout)")->required()
+      ->transform(model_path_transform());
   cmd->add_option("--listen", args->listen, "HOST:PORT to listen on (port 0: any free port)")->capture_default_str();
   cmd->add_option("--token-file", args->token_file,
                   "Cluster token file (default: " + cluster::default_token_path() + ", created if missing)");

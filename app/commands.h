@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace CLI { class App; }
+namespace CLI { class App; class Validator; }
 
 namespace grpo::cli {
 
@@ -27,9 +27,16 @@ void add_export_commands(CLI::App& app);    // grpo export (cmd_export.cpp)
 #ifdef GRPO_WITH_CLUSTER
 void add_worker_commands(CLI::App& app);    // grpo worker (cmd_worker.cpp)
 #endif
+#ifdef GRPO_WITH_DOWNLOAD
+void add_download_commands(CLI::App& app);  // grpo download (cmd_download.cpp)
+#endif
 
 // "1,2,3" -> {1, 2, 3}; errors name the option.
 std::vector<int64_t> parse_id_list(const std::string& text, const std::string& option);
+// For --model style options: a value that is an existing file or folder stays as given; anything
+// else is read as a Hub repo id and becomes its snapshot folder in the Hugging Face cache at
+// `revision` (core/hub/hf_cache.h), or fails saying which cache was searched.
+CLI::Validator model_path_transform(const std::string& revision = "main");
 // Prints a JSON document as the last line of output (what scripts read).
 void print_json_line(const std::string& json);
 

@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
 #ifdef GRPO_WITH_CLUSTER
   grpo::cli::add_worker_commands(app);
 #endif
+#ifdef GRPO_WITH_DOWNLOAD
+  grpo::cli::add_download_commands(app);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -16,7 +16,11 @@
 #include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QInputDialog>
+#include <QPointer>
 #include <QProgressBar>
+#include <QProgressDialog>
+#include <QThread>
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyle>
@@ -34,6 +38,8 @@
 
 #ifdef GRPO_UI_WITH_CLUSTER
 #include "core/cluster/cluster_token.h"
+#include "core/common/strings.h"
+#include "core/hub/hub_download.h"
 #endif
 
 namespace grpo::ui {
@@ -176,6 +182,7 @@ void MainWindow::buildActions() {
   file->addAction(detach_);
   file->addAction(tr("Save charts as PNG..."), this, &MainWindow::saveChartsPng);
   file->addAction(tr("Save metrics as CSV..."), this, &MainWindow::saveMetricsCsv);
+  file->addAction(tr("Download from the Hub..."), this, [this] { downloadFromHub(); });
   file->addSeparator();
   auto* quit = file->addAction(tr("Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
@@ -453,6 +460,54 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   remote_->detach();  // a remote run goes on by itself
   controller_->stop();  // the controller's destructor waits for the final checkpoint
   QMainWindow::closeEvent(e);
+}
+
+// File > Download from the Hub...: `grpo download` on a worker thread (its own network event loop),
+// progress in a dialog; the repo id then fills the model field (it resolves from the cache).
+void MainWindow::downloadFromHub() {
+  bool ok = false;
+  const QString repo = QInputDialog::getText(this, tr("Download from the Hub"),
+                                             tr("Repo id (org/name), downloaded into the Hugging Face cache:"),
+                                             QLineEdit::Normal, QString(), &ok)
+                           .trimmed();
+  if (!ok || repo.isEmpty()) return;
+  QPointer<QProgressDialog> dlg = new QProgressDialog(tr("Downloading %1...").arg(repo), tr("Hide"), 0, 1000, this);
+  dlg->setAttribute(Qt::WA_DeleteOnClose);
+  dlg->setMinimumDuration(0);
+  dlg->setValue(0);
+  QPointer<MainWindow> self(this);
+  auto* worker = QThread::create([repo, dlg, self] {
+    std::string error;
+    try {
+      hub::DownloadOptions o;
+      o.repo_id = repo.toStdString();
+      o.on_progress = [dlg](const hub::DownloadProgress& p) {
+        const int v = p.bytes_total ? static_cast<int>(1000.0 * double(p.bytes_done) / double(p.bytes_total)) : 0;
+        const QString text = QString("%1/%2 files, %3 / %4")
+                                 .arg(p.files_done).arg(p.files_total)
+                                 .arg(QString::fromStdString(format_bytes(double(p.bytes_done))))
+                                 .arg(QString::fromStdString(format_bytes(double(p.bytes_total))));
+        QMetaObject::invokeMethod(qApp, [dlg, v, text] {
+          if (dlg) dlg->setValue(std::min(v, 999)), dlg->setLabelText(text);
+        }, Qt::QueuedConnection);
+      };
+      hub::download_snapshot(o);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    QMetaObject::invokeMethod(qApp, [repo, dlg, self, error] {
+      if (dlg) dlg->close();
+      if (!self) return;
+      if (!error.empty()) {
+        QMessageBox::warning(self, tr("Download from the Hub"), QString::fromStdString(error));
+        return;
+      }
+      self->setupPage()->setModelFolder(repo);
+      self->statusBar()->showMessage(tr("Downloaded %1 into the Hugging Face cache").arg(repo), 10000);
+    }, Qt::QueuedConnection);
+  });
+  connect(worker, &QThread::finished, worker, &QObject::deleteLater);
+  worker->start();
 }
 
 }  // namespace grpo::ui

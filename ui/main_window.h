@@ -76,6 +76,7 @@ private:
   void openRetune();
   void saveChartsPng();
   void saveMetricsCsv();
+  void downloadFromHub();  // File > Download from the Hub... (core/hub/hub_download.h)
 
   EngineController* controller_;
   RemoteRunClient* remote_;

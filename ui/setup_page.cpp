@@ -21,6 +21,7 @@
 
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/hub/hf_cache.h"
 #include "core/model/inspect.h"
 #include "core/rollout/arith_task.h"
 #include "core/rollout/dataset.h"
@@ -51,7 +52,9 @@ const std::vector<std::pair<const char*, std::vector<KeyDoc>>>& key_groups() {
         {"max_prompt_length", "Prompts longer than this (tokens) are truncated from the left."},
         {"max_completion_length", "Most tokens generated per completion."},
         {"temperature", "Sampling temperature; higher explores more."},
-        {"top_p", "Nucleus sampling: keep the smallest token set with this much probability."}}},
+        {"top_p", "Nucleus sampling: keep the smallest token set with this much probability."},
+        {"chat_template_kwargs", "Extra variables for the model's chat template, as a JSON object, e.g. "
+                                 "{\"enable_thinking\": false} for Qwen 3 (TRL's chat_template_kwargs)."}}},
       {"GRPO loss",
        {{"loss_type", "How token losses are normalised: grpo (per sequence), bnpo (per batch), dr_grpo "
                       "(constant), dapo (per token over the global batch)."},
@@ -172,7 +175,7 @@ SetupPage::SetupPage(QWidget* parent) : QWidget(parent) {
   auto* mrow = new QHBoxLayout;
   model_ = new QLineEdit;
   model_->setObjectName("modelFolder");
-  model_->setPlaceholderText(tr("Pick or drop a model folder"));
+  model_->setPlaceholderText(tr("Pick or drop a model folder, or type a Hub repo id (org/name) from the cache"));
   auto* browse = new QPushButton(tr("Browse..."));
   mrow->addWidget(model_, 1);
   mrow->addWidget(browse);
@@ -471,7 +474,10 @@ void SetupPage::validateModel() {
     return;
   }
   try {
-    const json info = model::inspect_model(dir);
+    // A folder, or a Hub repo id (org/name) in the Hugging Face cache at the config's model_revision.
+    const std::string folder =
+        file_exists(dir) ? dir : hub::resolve_model_dir(dir, base_.value("model_revision", std::string("main")));
+    const json info = model::inspect_model(folder);
     modelValid_ = true;
     modelStatus_->setStyleSheet(QString());
     modelStatus_->setText(QString::fromStdString(model::format_model_summary(info)).trimmed());

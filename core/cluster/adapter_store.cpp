@@ -153,10 +153,11 @@ std::shared_ptr<LoadedAdapter> AdapterStore::build(const std::string& lora_name,
 
   try {
     const model::LoraConfig cfg = model::read_adapter_config(dir);
-    if (cfg.r > options_.max_lora_rank)
-      throw HttpError(400, "LoRA rank " + std::to_string(cfg.r) + " is greater than max_lora_rank " +
+    // The largest rank any module may get (rank_pattern can raise it above r).
+    if (cfg.max_rank() > options_.max_lora_rank)
+      throw HttpError(400, "LoRA rank " + std::to_string(cfg.max_rank()) + " is greater than max_lora_rank " +
                                std::to_string(options_.max_lora_rank) + ".");
-    a->rank = cfg.r;
+    a->rank = cfg.max_rank();
     a->lora_alpha = cfg.lora_alpha;
     // A model that aliases the base weights (same storage) and owns only its LoRA factors.
     model::CausalLM m(model::CausalLMOptions(base_->config())

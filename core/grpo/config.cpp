@@ -37,6 +37,7 @@ const std::vector<Field>& fields() {
   using T = TrainConfig;
   static const std::vector<Field> table = {
       {"model_name_or_path", &T::model_name_or_path},
+      {"model_revision", &T::model_revision},
       {"train_file", &T::train_file},
       {"eval_file", &T::eval_file},
       {"task", &T::task, -kInf, kInf, false, false, {"", "arith"}},
@@ -53,6 +54,7 @@ const std::vector<Field>& fields() {
       {"top_k", &T::top_k, 0, kInf, false, false, {}, true},
       {"min_p", &T::min_p, 0, 1, false, true, {}, true},
       {"stop", &T::stop},
+      {"chat_template_kwargs", &T::chat_template_kwargs},
       {"learning_rate", &T::learning_rate, 0, 1, true, false, {}, true},
       {"lr_scheduler_type", &T::lr_scheduler_type, -kInf, kInf, false, false, {"constant", "linear", "cosine"}},
       {"warmup_ratio", &T::warmup_ratio, 0, 1, false, true},
@@ -274,7 +276,8 @@ void TrainConfig::apply(const json& j, const std::string& source) {
 
 void TrainConfig::validate(const std::string& source) const {
   check(!model_name_or_path.empty(), source, "key \"model_name_or_path\" is missing",
-        "set it to a Hugging Face model directory");
+        "set it to a Hugging Face model directory or a Hub repo id (grpo download REPO_ID)");
+  check(!model_revision.empty(), source, "key \"model_revision\" is empty", "use \"main\", a tag or a commit hash");
   check(!train_file.empty() || task == "arith", source, "no training data: set \"train_file\" or \"task\": \"arith\"");
   check(eval_fraction == 0.0 || eval_size == 0, source, "set either \"eval_fraction\" or \"eval_size\", not both");
   check(target_modules.is_string() || target_modules.is_array(), source,
@@ -291,6 +294,14 @@ void TrainConfig::validate(const std::string& source) const {
             near.empty() ? "" : "did you mean \"" + near + "\"?");
     }
   }
+  check(chat_template_kwargs.is_object(), source,
+        "key \"chat_template_kwargs\": value " + chat_template_kwargs.dump() + " is not valid: expected an object of "
+        "template variables", "e.g. {\"enable_thinking\": false}");
+  for (const char* reserved : {"messages", "add_generation_prompt"})
+    check(!chat_template_kwargs.contains(reserved), source,
+          std::string("key \"chat_template_kwargs\": \"") + reserved + "\" is set from each prompt, not in the config");
+  check(chat_template_kwargs.dump().size() <= 65536, source,
+        "key \"chat_template_kwargs\": larger than 64 KiB of JSON", "template variables are small flags and strings");
   check(reward_funcs.is_array() && !reward_funcs.empty(), source,
         "key \"reward_funcs\": expected a non-empty list of reward specs like {\"name\": \"accuracy\"}");
   check(reward_weights.empty() || reward_weights.size() == reward_funcs.size(), source,

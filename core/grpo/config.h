@@ -14,7 +14,8 @@ namespace grpo::grpo {
 
 struct TrainConfig {
   // model and data
-  std::string model_name_or_path;   // a Hugging Face model directory
+  std::string model_name_or_path;   // a Hugging Face model directory, or a Hub repo id in the HF cache
+  std::string model_revision = "main";  // repo id: branch, tag or commit (core/hub/hf_cache.h)
   std::string train_file;           // JSONL or CSV; empty with task = "arith" (built-in generator)
   std::string eval_file;
   std::string task;                 // "" or "arith" (the demo's generated arithmetic)
@@ -32,6 +33,9 @@ struct TrainConfig {
   int64_t top_k = 0;
   double min_p = 0.0;
   std::vector<std::string> stop;    // stop strings
+  // Extra variables for the model's chat template (TRL's chat_template_kwargs), e.g.
+  // {"enable_thinking": false} for Qwen 3. A JSON object; applied to conversational prompts.
+  nlohmann::json chat_template_kwargs = nlohmann::json::object();
   // optimisation
   double learning_rate = 1e-5;
   std::string lr_scheduler_type = "constant";

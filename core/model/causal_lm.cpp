@@ -2,12 +2,14 @@
 #include "core/model/causal_lm.h"
 #include "core/model/grad_checkpoint.h"
 
+#include <algorithm>
 #include <limits>
 
 #include <torch/torch.h>
 #include <torch/version.h>
 
 #include "core/common/error.h"
+#include "core/common/strings.h"
 #include "core/model/rope.h"
 
 namespace grpo::model {
@@ -215,16 +217,40 @@ std::vector<std::pair<std::string, LoraLinear>> CausalLMImpl::linear_layers() co
   return out;
 }
 
-static std::string last_component(const std::string& path) {
-  auto dot = path.rfind('.');
-  return dot == std::string::npos ? path : path.substr(dot + 1);
-}
-
 void CausalLMImpl::add_lora(const LoraConfig& cfg) {
   cfg.validate("LoRA config");
+  // The plan first (each linear module by its Hugging Face name, as PEFT matches them), so that a
+  // config that cannot apply leaves the model as it was.
+  std::vector<std::pair<LoraLinear, LoraConfig::Target>> plan;
+  for (auto& [name, lin] : linear_layers()) {
+    auto t = cfg.target_for(name);
+    if (!t) continue;
+    check(name != "lm_head", "LoRA config", "target_modules selects lm_head: LoRA on lm_head is not supported",
+          "adapt the attention/MLP projections only");
+    plan.emplace_back(lin, *t);
+  }
+  if (cfg.target_regex) {
+    // PEFT refuses a regex that selects a module it cannot adapt; so do we (lm_head exists in
+    // Hugging Face's tied models too, sharing the embedding).
+    check(!cfg.target_for("lm_head"), "LoRA config", "target_modules regex selects lm_head: LoRA on lm_head is not supported");
+    std::vector<std::string> inside;  // modules below a LoraLinear (lora_A, lora_B) are ours, not Hugging Face's
+    for (const auto& item : named_modules("", /*include_self=*/false)) {
+      const auto& name = item.key();
+      if (std::any_of(inside.begin(), inside.end(), [&](const std::string& p) { return starts_with(name, p); })) continue;
+      if (std::dynamic_pointer_cast<LoraLinearImpl>(item.value())) {
+        inside.push_back(name + ".");
+        continue;
+      }
+      check(!cfg.target_for(name), "LoRA config",
+            "target_modules regex /" + cfg.target_modules[0] + "/ selects " + name +
+                ", which is not a linear projection (PEFT refuses it too)",
+            "anchor the regex on the projection names, e.g. .*\\.(q_proj|v_proj)");
+    }
+  }
+  check(!plan.empty(), "LoRA config", "target_modules selects no linear module of the model",
+        "module names look like model.layers.0.self_attn.q_proj");
   remove_lora();
-  for (auto& [name, lin] : linear_layers())
-    if (cfg.targets(last_component(name))) lin->add_lora(cfg.r, cfg.scaling(), cfg.lora_dropout);
+  for (auto& [lin, t] : plan) lin->add_lora(t.r, t.scaling, cfg.lora_dropout);
   lora_ = cfg;
   adapter_enabled_ = true;
   set_base_trainable(false);

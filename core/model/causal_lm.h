@@ -93,8 +93,11 @@ public:
   torch::Tensor logits(const torch::Tensor& hidden);
 
   // ---- LoRA ----
-  // Attaches a fresh adapter (PEFT init) to every targeted projection and freezes the base, so
-  // only LoRA parameters require grad. Replaces an existing adapter.
+  // Attaches a fresh adapter (PEFT init) to every linear module the config's plan targets
+  // (LoraConfig::target_for on its Hugging Face name: target list or regex, layers_to_transform,
+  // each module's own r and scaling from rank_pattern / alpha_pattern) and freezes the base, so
+  // only LoRA parameters require grad. Replaces an existing adapter. Throws grpo::Error, leaving
+  // the model as it was, for a plan that selects nothing, lm_head, or (regex) a non-linear module.
   void add_lora(const LoraConfig& config);
   void remove_lora();  // drops the adapter; the base becomes trainable again
   bool has_lora() const { return lora_.has_value(); }

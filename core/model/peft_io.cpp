@@ -1,6 +1,8 @@
 // PEFT adapter_config.json + adapter_model.safetensors, read and write.
 #include "core/model/peft_io.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -20,9 +22,32 @@ static nlohmann::json number(double v) {
   return nlohmann::json(v);
 }
 
-nlohmann::json adapter_config_json(const LoraConfig& c, const std::string& base) {
-  nlohmann::json j = nlohmann::json::object();  // std::map: keys come out sorted
-  j["alpha_pattern"] = nlohmann::json::object();
+nlohmann::ordered_json adapter_config_json(const LoraConfig& c, const std::string& base) {
+  // Keys inserted in sorted order, as PEFT's save_pretrained (sort_keys=True) writes them. The
+  // pattern objects keep the config's own order instead: PEFT takes the first pattern that
+  // matches in file order, so sorting them could hand a module another pattern's rank.
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  nlohmann::ordered_json alpha = nlohmann::ordered_json::object(), rank = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : c.alpha_pattern) alpha[k] = nlohmann::ordered_json(number(v));
+  for (const auto& [k, v] : c.rank_pattern) rank[k] = v;
+  nlohmann::ordered_json layers = nullptr, layers_pattern = nullptr, targets;
+  if (!c.layers_to_transform.empty())
+    layers = c.layers_to_transform_int && c.layers_to_transform.size() == 1
+                 ? nlohmann::ordered_json(c.layers_to_transform[0])
+                 : nlohmann::ordered_json(c.layers_to_transform);
+  if (!c.layers_pattern.empty())
+    layers_pattern = c.layers_pattern_string && c.layers_pattern.size() == 1
+                         ? nlohmann::ordered_json(c.layers_pattern[0])
+                         : nlohmann::ordered_json(c.layers_pattern);
+  if (c.target_regex) {
+    targets = c.target_modules.at(0);
+  } else if (c.plain() || (c.target_modules.size() == 1 && c.target_modules[0] == "all-linear")) {
+    targets = c.resolved_targets();  // PEFT saves "all-linear" expanded
+  } else {
+    std::set<std::string> uniq(c.target_modules.begin(), c.target_modules.end());  // PEFT keeps a set
+    targets = std::vector<std::string>(uniq.begin(), uniq.end());
+  }
+  j["alpha_pattern"] = alpha;
   j["auto_mapping"] = nullptr;
   j["base_model_name_or_path"] = base;
   j["bias"] = "none";
@@ -30,50 +55,99 @@ nlohmann::json adapter_config_json(const LoraConfig& c, const std::string& base)
   j["inference_mode"] = true;
   j["init_lora_weights"] = true;
   j["layer_replication"] = nullptr;
-  j["layers_pattern"] = nullptr;
-  j["layers_to_transform"] = nullptr;
-  j["loftq_config"] = nlohmann::json::object();
-  j["lora_alpha"] = number(c.lora_alpha);
+  j["layers_pattern"] = layers_pattern;
+  j["layers_to_transform"] = layers;
+  j["loftq_config"] = nlohmann::ordered_json::object();
+  j["lora_alpha"] = nlohmann::ordered_json(number(c.lora_alpha));
   j["lora_dropout"] = c.lora_dropout;
   j["megatron_config"] = nullptr;
   j["megatron_core"] = "megatron.core";
   j["modules_to_save"] = nullptr;
   j["peft_type"] = "LORA";
   j["r"] = c.r;
-  j["rank_pattern"] = nlohmann::json::object();
+  j["rank_pattern"] = rank;
   j["revision"] = nullptr;
-  j["target_modules"] = c.resolved_targets();
+  j["target_modules"] = targets;
   j["task_type"] = "CAUSAL_LM";
   j["use_dora"] = false;
   j["use_rslora"] = c.use_rslora;
   return j;
 }
 
-static bool empty_like(const nlohmann::json& v) {
+namespace {
+
+bool empty_like(const nlohmann::ordered_json& v) {
   return v.is_null() || (v.is_object() && v.empty()) || (v.is_array() && v.empty()) ||
          (v.is_boolean() && !v.get<bool>());
 }
 
-LoraConfig lora_config_from_json(const nlohmann::json& j, const std::string& ctx) {
-  check(j.is_object(), ctx, "expected a JSON object");
-  auto unsupported = [&](const std::string& key, const std::string& what) {
-    throw Error(ctx, key + ": " + what + " is not supported",
-                "train the adapter with plain LoRA (bias none, no DoRA, no modules_to_save)");
+// PEFT LoraConfig keys we do not implement: loading such an adapter would give other logits than
+// PEFT's, so each is refused with its reason (a key that is absent, null, false or empty is fine).
+struct Refused {
+  const char* key;
+  const char* why;
+};
+const std::vector<Refused>& refused_features() {
+  static const std::vector<Refused> r = {
+      {"use_dora", "DoRA's magnitude vectors are not implemented"},
+      {"bias", "LoRA bias terms (bias other than \"none\") are not implemented"},
+      {"lora_bias", "a bias on lora_B is not implemented"},
+      {"modules_to_save", "full copies of modules (a trained lm_head or embed_tokens) are not loaded yet"},
+      {"layer_replication", "layer replication (stacking copies of base layers) is not implemented"},
+      {"fan_in_fan_out", "transposed Conv1D-style weights do not occur in Llama/Qwen models"},
+      {"target_parameters", "LoRA on bare parameters (e.g. MoE expert weights) is not implemented"},
+      {"trainable_token_indices", "trainable token embeddings are not implemented"},
+      {"exclude_modules", "exclude_modules is not implemented yet"},
+      {"alora_invocation_tokens", "activated LoRA (aLoRA) is not implemented"},
+      {"use_qalora", "QA-LoRA is not implemented"},
   };
-  auto get = [&](const char* key) -> const nlohmann::json* {
+  return r;
+}
+
+std::string refused_summary() {
+  std::string s = "refused: peft_type other than LORA, LoRA on embed_tokens/lm_head";
+  for (const auto& f : refused_features()) s += "; " + std::string(f.key) + " (" + f.why + ")";
+  return s + ". Supported: r, lora_alpha, lora_dropout, use_rslora, target_modules (list, \"all-linear\" or a "
+             "regex), rank_pattern, alpha_pattern, layers_to_transform, layers_pattern";
+}
+
+}  // namespace
+
+LoraConfig lora_config_from_json(const nlohmann::json& j, const std::string& ctx) {
+  return lora_config_from_json(nlohmann::ordered_json(j), ctx);
+}
+
+LoraConfig lora_config_from_json(const nlohmann::ordered_json& j, const std::string& ctx) {
+  using ojson = nlohmann::ordered_json;
+  check(j.is_object(), ctx, "expected a JSON object");
+  auto refuse = [&](const std::string& key, const std::string& value, const std::string& why) {
+    throw Error(ctx, key + ": " + value + " is not supported: " + why, refused_summary());
+  };
+  auto get = [&](const char* key) -> const ojson* {
     auto it = j.find(key);
     return it == j.end() ? nullptr : &*it;
   };
+  auto bad = [&](const std::string& key, const std::string& what, const ojson& v) {
+    std::string d = v.dump();
+    if (d.size() > 200) d = d.substr(0, 200) + "...";
+    throw Error(ctx, key + ": " + what + ", got " + d);
+  };
+  auto bounded = [&](const char* key, const ojson& v) {
+    if ((v.is_array() || v.is_object()) && v.size() > kMaxLoraPatternCount)
+      throw Error(ctx, std::string(key) + ": " + std::to_string(v.size()) + " entries, more than the " +
+                           std::to_string(kMaxLoraPatternCount) + " we accept");
+  };
   if (auto v = get("peft_type"); v && !(v->is_string() && v->get<std::string>() == "LORA"))
-    unsupported("peft_type", v->dump());
-  if (auto v = get("use_dora"); v && !empty_like(*v)) unsupported("use_dora", "DoRA");
-  if (auto v = get("bias"); v && !(v->is_string() && v->get<std::string>() == "none"))
-    unsupported("bias", v->dump());
-  if (auto v = get("lora_bias"); v && !empty_like(*v)) unsupported("lora_bias", "a bias on lora_B");
-  for (const char* key : {"modules_to_save", "rank_pattern", "alpha_pattern", "layers_to_transform",
-                          "layer_replication", "trainable_token_indices", "target_parameters"})
-    if (auto v = get(key); v && !empty_like(*v)) unsupported(key, v->dump());
-  if (auto v = get("fan_in_fan_out"); v && !empty_like(*v)) unsupported("fan_in_fan_out", "true");
+    refuse("peft_type", v->dump(), "only LoRA adapters are supported");
+  for (const auto& f : refused_features()) {
+    auto v = get(f.key);
+    if (!v) continue;
+    if (std::string(f.key) == "bias" ? !(v->is_null() || (v->is_string() && v->get<std::string>() == "none"))
+                                     : !empty_like(*v)) {
+      std::string d = v->dump();
+      refuse(f.key, d.size() > 200 ? d.substr(0, 200) + "..." : d, f.why);
+    }
+  }
 
   LoraConfig c;
   try {
@@ -86,26 +160,97 @@ LoraConfig lora_config_from_json(const nlohmann::json& j, const std::string& ctx
   }
   auto t = get("target_modules");
   check(t && !t->is_null(), ctx, "target_modules: missing", "list the adapted projections");
+  bounded("target_modules", *t);
   if (t->is_string()) {
-    c.target_modules = {t->get<std::string>()};
+    std::string s = t->get<std::string>();
+    std::string lower = s;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+    if (lower == "all-linear") {
+      c.target_modules = {"all-linear"};
+    } else {  // PEFT: any other string is a regex, re.fullmatch'ed against module names
+      c.target_modules = {s};
+      c.target_regex = true;
+    }
   } else if (t->is_array()) {
     c.target_modules.clear();
-    for (const auto& m : *t) c.target_modules.push_back(m.get<std::string>());
+    for (const auto& m : *t) {
+      if (!m.is_string()) bad("target_modules", "expected a list of module names", *t);
+      c.target_modules.push_back(m.get<std::string>());
+    }
+    // PEFT keeps a list as a set (LoraConfig.__post_init__): order and repeats carry no meaning.
+    std::sort(c.target_modules.begin(), c.target_modules.end());
+    c.target_modules.erase(std::unique(c.target_modules.begin(), c.target_modules.end()), c.target_modules.end());
   } else {
-    throw Error(ctx, "target_modules: expected a list or \"all-linear\"");
+    bad("target_modules", "expected a list of module names, \"all-linear\" or a regex string", *t);
   }
-  for (const auto& m : c.target_modules)
-    if (m == "embed_tokens" || m == "lm_head")
-      unsupported("target_modules", "LoRA on " + m);
+  if (!c.target_regex)
+    for (const auto& m : c.target_modules) {
+      auto last = m.substr(m.rfind('.') == std::string::npos ? 0 : m.rfind('.') + 1);
+      if (last == "embed_tokens" || last == "lm_head")
+        refuse("target_modules", "LoRA on " + m, "LoRA on embeddings and lm_head is not implemented");
+    }
+
+  if (auto v = get("rank_pattern"); v && !v->is_null()) {
+    if (!v->is_object()) bad("rank_pattern", "expected an object {pattern: rank}", *v);
+    bounded("rank_pattern", *v);
+    for (const auto& [k, val] : v->items()) {  // ordered_json: file order, which PEFT's lookup follows
+      if (!val.is_number_integer()) bad("rank_pattern", "the value for '" + k + "' must be an integer rank", val);
+      c.rank_pattern.emplace_back(k, val.get<int64_t>());
+    }
+  }
+  if (auto v = get("alpha_pattern"); v && !v->is_null()) {
+    if (!v->is_object()) bad("alpha_pattern", "expected an object {pattern: alpha}", *v);
+    bounded("alpha_pattern", *v);
+    for (const auto& [k, val] : v->items()) {
+      if (!val.is_number()) bad("alpha_pattern", "the value for '" + k + "' must be a number", val);
+      c.alpha_pattern.emplace_back(k, val.get<double>());
+    }
+  }
+  if (auto v = get("layers_to_transform"); v && !v->is_null()) {
+    bounded("layers_to_transform", *v);
+    if (v->is_number_integer()) {
+      c.layers_to_transform = {v->get<int64_t>()};
+      c.layers_to_transform_int = true;
+    } else if (v->is_array()) {
+      for (const auto& x : *v) {
+        if (!x.is_number_integer()) bad("layers_to_transform", "expected an integer or a list of integers", *v);
+        c.layers_to_transform.push_back(x.get<int64_t>());
+      }
+    } else {
+      bad("layers_to_transform", "expected an integer or a list of integers", *v);
+    }
+  }
+  if (auto v = get("layers_pattern"); v && !v->is_null()) {
+    bounded("layers_pattern", *v);
+    if (v->is_string()) {
+      if (!v->get<std::string>().empty()) {  // PEFT: an empty layers_pattern means any
+        c.layers_pattern = {v->get<std::string>()};
+        c.layers_pattern_string = true;
+      }
+    } else if (v->is_array()) {
+      for (const auto& x : *v) {
+        if (!x.is_string()) bad("layers_pattern", "expected a string or a list of strings", *v);
+        c.layers_pattern.push_back(x.get<std::string>());
+      }
+    } else {
+      bad("layers_pattern", "expected a string or a list of strings", *v);
+    }
+  }
+  // PEFT ignores layers_pattern without layers_to_transform (check_target_module_exists only
+  // reads it to find the index); drop it so the plan and the written config agree.
+  if (c.layers_to_transform.empty()) {
+    c.layers_pattern.clear();
+    c.layers_pattern_string = false;
+  }
   c.validate(ctx);
   return c;
 }
 
 LoraConfig read_adapter_config(const std::string& dir) {
   auto path = path_join(dir, kAdapterConfigName);
-  nlohmann::json j;
+  nlohmann::ordered_json j;  // file order: rank_pattern / alpha_pattern are searched in it
   try {
-    j = nlohmann::json::parse(read_file(path));
+    j = nlohmann::ordered_json::parse(read_file(path));
   } catch (const nlohmann::json::exception& e) {
     throw Error(path, std::string("invalid JSON: ") + e.what());
   }
@@ -172,7 +317,11 @@ void load_adapter(CausalLMImpl& model, const std::string& dir) {
           file.path(), "unexpected tensor " + n,
           "only lora_A/lora_B weights are supported (no biases, DoRA magnitudes or modules_to_save)");
   }
-  model.add_lora(cfg);
+  try {
+    model.add_lora(cfg);  // the plan: target_for on every module name
+  } catch (const Error& e) {
+    throw e.within(path_join(dir, kAdapterConfigName));
+  }
   try {
     copy_adapter_tensors(model, file, hint);
   } catch (...) {
@@ -185,11 +334,17 @@ void load_adapter_weights(CausalLMImpl& model, const std::string& dir) {
   check(model.has_lora(), dir, "the model has no adapter to load weights into");
   auto cfg = read_adapter_config(dir);
   const auto& mine = model.lora_config();
-  check(cfg.r == mine.r && cfg.resolved_targets() == mine.resolved_targets() && cfg.scaling() == mine.scaling(),
-        path_join(dir, kAdapterConfigName),
-        "r, lora_alpha or target_modules differ from the attached adapter (r " + std::to_string(cfg.r) + " vs " +
-            std::to_string(mine.r) + ")",
-        "was this checkpoint written by another run?");
+  // The whole per-module plan must agree (which modules, each one's r and scaling), not just the
+  // defaults: patterns and layer subsets change it module by module.
+  auto describe = [](const std::optional<LoraConfig::Target>& t) {
+    return t ? "r " + std::to_string(t->r) + ", scaling " + std::to_string(t->scaling) : std::string("no adapter");
+  };
+  for (const auto& [name, lin] : model.linear_layers()) {
+    auto theirs = cfg.target_for(name), ours = mine.target_for(name);
+    check(theirs == ours, path_join(dir, kAdapterConfigName),
+          "module " + name + ": " + describe(theirs) + " here, " + describe(ours) + " in the attached adapter",
+          "was this checkpoint written by another run?");
+  }
   auto file = io::SafetensorsFile::open(path_join(dir, kAdapterWeightsName));
   copy_adapter_tensors(model, file, "adapter trained for another base model?");
 }

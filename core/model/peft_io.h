@@ -18,10 +18,23 @@ inline constexpr const char* kAdapterWeightsName = "adapter_model.safetensors";
 inline constexpr const char* kPeftKeyPrefix = "base_model.model.";
 
 // adapter_config.json content as PeftModel.save_pretrained writes it for a LoRA CAUSAL_LM.
-nlohmann::json adapter_config_json(const LoraConfig& config, const std::string& base_model_name_or_path);
-// Reads the fields we use; throws grpo::Error (naming `context` and the key) for unsupported
-// features: use_dora, bias != "none", modules_to_save, LoRA on embeddings or lm_head, per-module
-// rank/alpha patterns, layers_to_transform, a regex target_modules, peft_type != LORA.
+nlohmann::ordered_json adapter_config_json(const LoraConfig& config, const std::string& base_model_name_or_path);
+// The LoRA plan is written back whole (rank_pattern, alpha_pattern, layers_to_transform,
+// layers_pattern, a regex target_modules), so PEFT rebuilds the same adapter from it; objects are
+// in PEFT's key order (sorted, as save_pretrained's sort_keys=True), except inside rank_pattern and
+// alpha_pattern, which keep the config's order (PEFT's first-match lookup depends on it).
+//
+// Reads the fields we use, with PEFT's semantics (lora_config.h): r, lora_alpha, lora_dropout,
+// use_rslora, target_modules (a list, "all-linear", or any other string as a regex),
+// rank_pattern / alpha_pattern (searched in file order: parse with nlohmann::ordered_json; the
+// nlohmann::json overload sees them key-sorted), layers_to_transform, layers_pattern. Throws
+// grpo::Error (naming `context`, the key and the reason, and listing what is refused) for the
+// features not implemented: use_dora, bias != "none", lora_bias, modules_to_save,
+// layer_replication, fan_in_fan_out, target_parameters, trainable_token_indices, exclude_modules,
+// aLoRA, QA-LoRA, LoRA on embeddings or lm_head, peft_type != LORA; and for bad values: a regex
+// that does not compile (naming the key and pattern), wrong value types, lists or patterns over
+// kMaxLoraPatternCount entries or kMaxLoraPatternLength characters.
+LoraConfig lora_config_from_json(const nlohmann::ordered_json& j, const std::string& context);
 LoraConfig lora_config_from_json(const nlohmann::json& j, const std::string& context);
 LoraConfig read_adapter_config(const std::string& dir);
 
@@ -35,7 +48,8 @@ void save_adapter(const CausalLMImpl& model, const std::string& dir,
 void load_adapter(CausalLMImpl& model, const std::string& dir);
 // Copies the adapter weights in `dir` into the model's attached adapter in place: the parameter
 // tensors keep their identity, so an optimizer holding them stays valid (checkpoint resume) and
-// a generator swaps versions without reallocating. The configs must match.
+// a generator swaps versions without reallocating. The configs' per-module plans (which modules,
+// each one's r and scaling) must match.
 void load_adapter_weights(CausalLMImpl& model, const std::string& dir);
 
 }  // namespace grpo::model

@@ -122,6 +122,9 @@ Example arith_example(const ArithOptions& o, int64_t i) {
 
   Example ex;
   ex.prompt_text = prompt + o.suffix;
+  // A conversational prompt (one user turn), as TRL's examples {"prompt": [{"role": "user", ...}]}:
+  // it goes through the model's chat template; prompt_text keeps the bare question for rewards.
+  ex.messages = nlohmann::json::array({{{"role", "user"}, {"content", ex.prompt_text}}});
   ex.answer = std::to_string(result);
   ex.metadata = {{"task", "arith"}, {"expr", expr}, {"index", i}};
   ex.index = i;

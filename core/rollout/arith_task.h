@@ -40,8 +40,10 @@ struct ArithOptions {
   void validate() const;  // throws grpo::Error naming the bad field
 };
 
-// Example i: prompt_text from the template, answer the exact result as a decimal string,
-// metadata {"task": "arith", "expr": "37 + 45", "index": i}, index = i.
+// Example i: prompt_text from the template, messages [{"role": "user", "content": prompt_text}]
+// (a conversational prompt: it goes through the model's chat template, as TRL does), answer the
+// exact result as a decimal string, metadata {"task": "arith", "expr": "37 + 45", "index": i},
+// index = i.
 Example arith_example(const ArithOptions& options, int64_t i);
 // Examples first .. first + count - 1.
 std::vector<Example> arith_examples(const ArithOptions& options, int64_t count, int64_t first = 0);

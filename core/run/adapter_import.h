@@ -2,6 +2,9 @@
 // own r / lora_alpha / target_modules / use_rslora replace the config's LoRA settings (so the
 // resolved config.json says what is really trained), and its weights are loaded onto the policy.
 // PEFT's checks apply (plain LoRA on the attention/MLP projections; shapes must fit the base).
+// An adapter whose plan varies by module (rank_pattern, alpha_pattern, layers_to_transform, a
+// regex target_modules) is refused: TrainConfig cannot carry it, so a resumed run would rebuild
+// another adapter. Such adapters still load for export, inspect and workers (peft_io.h).
 #pragma once
 
 #include "core/grpo/config.h"

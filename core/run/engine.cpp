@@ -81,6 +81,7 @@ Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions 
       static_cast<size_t>(std::max<int64_t>(1, (cfg_.queue_maxsize + G - 1) / G)));
   nlohmann::json resolved = cfg_.to_json();
   resolved["output_dir"] = run_dir;
+  if (!policy_.model_commit.empty()) resolved["model_revision"] = policy_.model_commit;  // the Hub snapshot, pinned
   dir_.write_config(resolved);
   for (int i = 0; i < opts_.local_generators; ++i)
     add_source(std::make_unique<LocalGenerator>(policy_, "local-" + std::to_string(i), version_.load()));

@@ -17,6 +17,7 @@
 #include "core/common/files.h"
 #include "core/common/log.h"
 #include "core/common/strings.h"
+#include "core/hub/hf_cache.h"
 #include "core/io/safetensors.h"
 #include "core/model/peft_io.h"
 #include "core/model/weights.h"
@@ -159,16 +160,23 @@ std::vector<std::string> export_peft(const Source& src, const std::string& out, 
   else log_warn(base_dir + ": base model not found; LoRA shapes are not checked against it");
 
   Staged staged;
-  std::set<std::string> modules;
+  std::set<std::string> modules;  // full module names, e.g. model.layers.0.self_attn.q_proj
+  int64_t layers_seen = 0;
   for (const auto& name : file.names()) {
     const auto& info = file.at(name);
     std::smatch m;
     check(std::regex_match(name, m, peft_key_pattern()), file.path(), "tensor " + name + " is not a PEFT LoRA key",
           "expected base_model.model.model.layers.<L>.<self_attn|mlp>.<proj>.lora_<A|B>.weight");
     const std::string module = m[2].str();
-    modules.insert(module.substr(module.find('.') + 1));
+    const std::string full = "model.layers." + m[1].str() + "." + module;
+    modules.insert(full);
+    layers_seen = std::max<int64_t>(layers_seen, std::stoll(m[1].str()) + 1);
+    // The module's own rank (rank_pattern) and whether the plan adapts it at all (layer subsets, regex).
+    const auto target = lora.target_for(full);
+    check(target.has_value(), file.path(), "tensor " + name + ": adapter_config.json does not adapt " + full,
+          "adapter_config.json and adapter_model.safetensors do not belong together");
     if (base) {
-      const auto want = expected_shape(*base, module, m[5].str() == "A", lora.r);
+      const auto want = expected_shape(*base, module, m[5].str() == "A", target->r);
       check(info.shape == want, file.path(),
             "tensor " + name + ": shape " + io::format_shape(info.shape) + ", expected " + io::format_shape(want),
             "adapter trained for another base model?");
@@ -177,10 +185,20 @@ std::vector<std::string> export_peft(const Source& src, const std::string& out, 
     }
     staged.add(name, model::read_tensor(file, info).to(dt));
   }
-  const auto targets = lora.resolved_targets();
-  check(std::vector<std::string>(modules.begin(), modules.end()) == targets, file.path(),
-        "the tensors adapt " + join(std::vector<std::string>(modules.begin(), modules.end()), ", ") +
-            " but adapter_config.json targets " + join(targets, ", "));
+  // Every module the plan adapts must be in the file (all layers of the base; without the base,
+  // the layers the file shows).
+  const int64_t layers = base ? base->num_hidden_layers : layers_seen;
+  std::vector<std::string> missing;
+  for (int64_t l = 0; l < layers; ++l)
+    for (const auto& p : model::projection_names()) {
+      const std::string full = "model.layers." + std::to_string(l) + "." +
+                               (p == "gate_proj" || p == "up_proj" || p == "down_proj" ? "mlp." : "self_attn.") + p;
+      if (lora.target_for(full) && !modules.count(full)) missing.push_back(full);
+    }
+  check(missing.empty(), file.path(),
+        "adapter_config.json adapts " + (missing.empty() ? std::string() : missing[0]) +
+            (missing.size() > 1 ? " (and " + std::to_string(missing.size() - 1) + " more)" : std::string()) +
+            " but the file has no tensors for it");
 
   io::write_safetensors(path_join(out, model::kAdapterWeightsName), staged.views, {{"format", "pt"}});
   write_file_atomic(path_join(out, model::kAdapterConfigName),
@@ -270,6 +288,11 @@ std::vector<std::string> vllm_adapter_problems(const std::string& dir) {
     problems.push_back("init_lora_weights is " + field("init_lora_weights").dump());
   if (field("r").is_number_integer() && vllm_max_lora_rank(field("r").get<int64_t>()) == 0)
     problems.push_back("r " + field("r").dump() + " is above vLLM's largest --max-lora-rank (512)");
+  const json rank_pattern = field("rank_pattern");  // a named value: items() of a temporary dangles
+  if (rank_pattern.is_object())
+    for (const auto& [k, v] : rank_pattern.items())
+      if (v.is_number_integer() && vllm_max_lora_rank(v.get<int64_t>()) == 0)
+        problems.push_back("rank_pattern '" + k + "': r " + v.dump() + " is above vLLM's largest --max-lora-rank (512)");
   auto file = io::SafetensorsFile::open(path_join(dir, model::kAdapterWeightsName));
   for (const auto& t : file.tensors()) {
     if (!ends_with(t.name, ".lora_A.weight") && !ends_with(t.name, ".lora_B.weight"))
@@ -289,9 +312,14 @@ ExportResult export_run(const ExportOptions& o) {
   const torch::Dtype dt = export_dtype(o.dtype);
   const Source src = resolve_source(o);
   const json run_config = read_json(path_join(o.run_dir, "config.json"));
-  const std::string base_dir = run_config.value("model_name_or_path", std::string());
-  check(!base_dir.empty(), path_join(o.run_dir, "config.json"), "model_name_or_path is missing");
-  const std::string base_name = o.base_model_name.empty() ? base_dir : o.base_model_name;
+  const std::string base_id = run_config.value("model_name_or_path", std::string());
+  check(!base_id.empty(), path_join(o.run_dir, "config.json"), "model_name_or_path is missing");
+  const std::string base_name = o.base_model_name.empty() ? base_id : o.base_model_name;
+  std::string base_dir = base_id;  // a Hub repo id: its cached snapshot at the run's pinned model_revision
+  try {
+    base_dir = hub::resolve_model_dir(base_id, run_config.value("model_revision", std::string("main")));
+  } catch (const Error&) {  // not found: the checks below say so (a PEFT export can do without it)
+  }
 
   ExportResult result;
   result.out_dir = o.out_dir.empty() ? path_join(path_join(o.run_dir, "export"), src.label + (o.merged ? "-merged" : ""))

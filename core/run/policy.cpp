@@ -7,6 +7,7 @@
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/log.h"
+#include "core/hub/hf_cache.h"
 #include "core/model/weights.h"
 
 namespace grpo::run {
@@ -31,7 +32,9 @@ void add_unique(std::vector<int64_t>& v, int64_t x) {
 
 Policy load_policy(const grpo::TrainConfig& cfg, bool with_lora) {
   Policy p;
-  p.model_dir = cfg.model_name_or_path;
+  const hub::ResolvedRepo repo = hub::resolve_repo(cfg.model_name_or_path, cfg.model_revision);  // dir or Hub cache
+  p.model_dir = repo.dir;
+  p.model_commit = repo.commit;
   const torch::Device device = torch::cuda::is_available() ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
   p.model = model::from_pretrained(p.model_dir, model::default_compute_dtype(device), device);
   p.tokenizer = std::make_shared<text::Tokenizer>(text::Tokenizer::load(p.model_dir));
@@ -50,34 +53,28 @@ Policy load_policy(const grpo::TrainConfig& cfg, bool with_lora) {
     }
   }
   if (auto eos = p.tokenizer->eos_id()) add_unique(p.stop_token_ids, *eos);
-  if (p.tokenizer->chat_template()) {
-    try {
-      p.tokenizer->apply_chat_template({{"user", "x"}}, true);
-      p.chat = true;
-      if (auto end = p.tokenizer->token_to_id("<|im_end|>")) add_unique(p.stop_token_ids, *end);
-      if (auto end = p.tokenizer->token_to_id("<|eot_id|>")) add_unique(p.stop_token_ids, *end);
-    } catch (const Error& e) {
-      log_warn(std::string("chat template not supported, using plain prompts: ") + e.what());
-    }
+  // The chat template parsed when the tokenizer loaded (a broken one is an error there).
+  p.chat = p.tokenizer->chat() != nullptr;
+  p.chat_template_kwargs = nlohmann::ordered_json(cfg.chat_template_kwargs);
+  if (p.chat) {
+    for (const char* t : {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"})
+      if (auto end = p.tokenizer->token_to_id(t)) add_unique(p.stop_token_ids, *end);
   }
   return p;
 }
 
 std::vector<int64_t> Policy::encode_prompt(const rollout::Example& ex, int64_t max_prompt_length) const {
-  std::string text;
-  if (chat) {
-    std::vector<text::ChatMessage> messages;
-    if (ex.messages && ex.messages->is_array()) {
-      for (const auto& m : *ex.messages)
-        messages.push_back({m.value("role", "user"), m.value("content", "")});
-    } else {
-      messages.push_back({"user", ex.prompt_text});
-    }
-    text = tokenizer->apply_chat_template(messages, /*add_generation_prompt=*/true);
-  } else {
-    text = ex.prompt_text;
+  // TRL (maybe_apply_chat_template, then the tokenizer with add_special_tokens=False): a
+  // conversational example goes through the chat template; a plain string prompt is used as is.
+  std::string text = ex.prompt_text;
+  if (ex.messages) {
+    const text::ChatTemplate* t = tokenizer->chat();
+    if (!t)
+      throw Error(model_dir, "example " + std::to_string(ex.index) + " is a conversation but the model has no chat template",
+                  "give plain-text prompts, or use a model whose tokenizer_config.json has a chat_template");
+    text = t->render_prompt(nlohmann::ordered_json(*ex.messages), chat_template_kwargs);
   }
-  auto ids32 = tokenizer->encode(text, /*add_special_tokens=*/!chat);
+  auto ids32 = tokenizer->encode(text, /*add_special_tokens=*/false);
   std::vector<int64_t> ids(ids32.begin(), ids32.end());
   if (max_prompt_length > 0 && static_cast<int64_t>(ids.size()) > max_prompt_length)
     ids.erase(ids.begin(), ids.end() - max_prompt_length);  // keep the end: the question and the turn marker

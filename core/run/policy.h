@@ -19,11 +19,13 @@ namespace grpo::run {
 model::LoraConfig lora_config_from(const grpo::TrainConfig& cfg);
 
 struct Policy {
-  std::string model_dir;
+  std::string model_dir;                // the folder read (a Hub repo id's cache snapshot)
+  std::string model_commit;             // that snapshot's commit ("" for a local folder)
   model::CausalLM model{nullptr};
   std::shared_ptr<text::Tokenizer> tokenizer;
   std::vector<int64_t> stop_token_ids;  // config + generation_config eos ids, the template's end token
-  bool chat = false;                    // prompts go through the chat template
+  bool chat = false;                    // the tokenizer has a chat template (conversations use it)
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();  // TRL's chat_template_kwargs
 
   // Prompt ids of an example, left-truncated to max_prompt_length tokens.
   std::vector<int64_t> encode_prompt(const rollout::Example& ex, int64_t max_prompt_length) const;
@@ -31,7 +33,8 @@ struct Policy {
   rollout::SamplingParams sampling_params(const grpo::TrainConfig& cfg, uint64_t seed) const;
 };
 
-// Loads model_name_or_path (weights, tokenizer) onto the default device and attaches a fresh
+// Loads model_name_or_path (a folder, or a Hub repo id at model_revision in the Hugging Face
+// cache: core/hub/hf_cache.h) (weights, tokenizer) onto the default device and attaches a fresh
 // LoRA adapter configured by `cfg` (when with_lora).
 Policy load_policy(const grpo::TrainConfig& cfg, bool with_lora = true);
 

@@ -17,6 +17,7 @@
 #include "core/cluster/router.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/hub/hf_cache.h"
 #include "core/common/log.h"
 #include "core/common/strings.h"
 #include "core/io/hf_config.h"
@@ -53,7 +54,7 @@ RemoteSourceOptions remote_options_from_config(const grpo::TrainConfig& cfg, con
   o.discovery = cfg.discovery;
   o.discovery_address = cfg.discovery_address;
   o.worker_timeout_s = cfg.worker_timeout_s;
-  const std::string model_config = path_join(cfg.model_name_or_path, "config.json");
+  const std::string model_config = path_join(hub::resolve_model_dir(cfg.model_name_or_path, cfg.model_revision), "config.json");
   if (file_exists(model_config)) o.vocab_size = io::ModelConfig::load(model_config).vocab_size;
   o.keep_versions = cfg.max_staleness + 1;  // + the one being swapped in = max_staleness + 2 (facts §1.5)
   o.run_dir = run_dir;

@@ -377,7 +377,7 @@ SftResult run_sft(const SftConfig& cfg, const std::function<void(const SftLog&)>
   } else {
     if (p.model->has_lora()) p.model->merge_adapter();
     model::save_pretrained(*p.model, cfg.output_dir, parse_dtype(cfg.save_dtype, "save_dtype"));
-    copy_tokenizer_files(cfg.model_name_or_path, cfg.output_dir);
+    copy_tokenizer_files(p.model_dir, cfg.output_dir);  // the folder read (a Hub id's snapshot)
   }
   res.elapsed_s = seconds_since(t0);
   return res;

@@ -59,6 +59,7 @@ SyncTrainer::SyncTrainer(grpo::TrainConfig cfg, const std::string& run_dir)
   trainer_ = std::make_unique<grpo::GrpoTrainer>(policy_.model, cfg_);
   nlohmann::json resolved = cfg_.to_json();
   resolved["output_dir"] = run_dir;
+  if (!policy_.model_commit.empty()) resolved["model_revision"] = policy_.model_commit;  // the Hub snapshot, pinned
   dir_.write_config(resolved);
 }
 

@@ -25,8 +25,7 @@ struct Tokenizer::Impl {
 
   std::string bos_token, eos_token;
   std::optional<std::string> chat_source;
-  std::optional<ChatTemplate> chat;  // when recognised
-  std::string chat_error;            // why not, when chat_source is set but chat is not
+  std::optional<ChatTemplate> chat;
 };
 
 namespace {
@@ -40,20 +39,6 @@ std::string config_token(const json& config, const char* key) {
     return (*it)["content"].get<std::string>();
   }
   return "";
-}
-
-// chat_template: a string, or [{"name": ..., "template": ...}] (the "default" one, else the first).
-std::optional<std::string> config_chat_template(const json& config) {
-  auto it = config.find("chat_template");
-  if (it == config.end() || it->is_null()) return std::nullopt;
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_array() && !it->empty()) {
-    for (const json& t : *it) {
-      if (t.value("name", "") == "default" && t.contains("template")) return t["template"].get<std::string>();
-    }
-    if ((*it)[0].contains("template")) return (*it)[0]["template"].get<std::string>();
-  }
-  return std::nullopt;
 }
 
 json parse_json(std::string_view text, const std::string& name) {
@@ -76,11 +61,14 @@ Tokenizer Tokenizer::load(const std::string& path) {
   size_t slash = file.rfind('/');
   config_file = path_join(slash == std::string::npos ? "." : file.substr(0, slash), "tokenizer_config.json");
   std::string config_text = file_exists(config_file) ? read_file(config_file) : std::string();
-  return from_json(read_file(file), file, config_text);
+  const std::string jinja_file = path_join(slash == std::string::npos ? "." : file.substr(0, slash), "chat_template.jinja");
+  std::optional<std::string> jinja;
+  if (file_exists(jinja_file)) jinja = read_file(jinja_file);
+  return from_json(read_file(file), file, config_text, jinja);
 }
 
 Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, const std::string& name,
-                               std::string_view config_json) {
+                               std::string_view config_json, const std::optional<std::string>& chat_template_jinja) {
   auto impl = std::make_shared<Impl>();
   impl->name = name;
   const json j = parse_json(tokenizer_json, name);
@@ -100,22 +88,18 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, const std::strin
                    [&bpe](const std::string& content) { return bpe.token_to_id(content); });
   impl->added.build_tries(impl->normalizer.get());
 
+  size_t slash = name.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : name.substr(0, slash + 1);
+  json config = json::object();
+  const std::string config_name = dir + "tokenizer_config.json";
   if (!config_json.empty()) {
-    std::string config_name = "tokenizer_config.json";
-    size_t slash = name.rfind('/');
-    if (slash != std::string::npos) config_name = name.substr(0, slash + 1) + config_name;
-    const json config = parse_json(config_json, config_name);
+    config = parse_json(config_json, config_name);
+    if (!config.is_object()) throw Error(config_name, "expected a JSON object");
     impl->bos_token = config_token(config, "bos_token");
     impl->eos_token = config_token(config, "eos_token");
-    impl->chat_source = config_chat_template(config);
-    if (impl->chat_source) {
-      try {
-        impl->chat = ChatTemplate::recognise(*impl->chat_source, impl->bos_token, impl->eos_token);
-      } catch (const Error& e) {
-        impl->chat_error = e.what();
-      }
-    }
   }
+  impl->chat = ChatTemplate::from_config(config, config_name, chat_template_jinja, dir + "chat_template.jinja");
+  if (impl->chat) impl->chat_source = impl->chat->source();
   return Tokenizer(std::move(impl));
 }
 
@@ -208,16 +192,21 @@ const std::string& Tokenizer::bos_token() const { return impl_->bos_token; }
 const std::string& Tokenizer::eos_token() const { return impl_->eos_token; }
 const std::optional<std::string>& Tokenizer::chat_template() const { return impl_->chat_source; }
 
+const ChatTemplate* Tokenizer::chat() const { return impl_->chat ? &*impl_->chat : nullptr; }
+
+std::string Tokenizer::apply_chat_template(const nlohmann::ordered_json& messages,
+                                           const ChatTemplate::Options& options) const {
+  if (!impl_->chat)
+    throw Error(impl_->name, "no chat template (tokenizer_config.json has no chat_template and there is no chat_template.jinja)",
+                "use plain-text prompts with this model, or a model that has a chat template");
+  return impl_->chat->render(messages, options);
+}
+
 std::string Tokenizer::apply_chat_template(const std::vector<ChatMessage>& messages,
                                            bool add_generation_prompt) const {
-  if (impl_->chat) return impl_->chat->render(messages, add_generation_prompt);
-  if (impl_->chat_source) {
-    throw Error(impl_->name, impl_->chat_error,
-                "use the plain-prompt fallback (ChatTemplate::plain_prompt: contents joined by "
-                "blank lines)");
-  }
-  throw Error(impl_->name, "no chat_template in tokenizer_config.json",
-              "use the plain-prompt fallback (ChatTemplate::plain_prompt)");
+  ChatTemplate::Options o;
+  o.add_generation_prompt = add_generation_prompt;
+  return apply_chat_template(to_json(messages), o);
 }
 
 }  // namespace grpo::text

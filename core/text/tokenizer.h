@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/text/chat_template.h"
 
 namespace grpo::text {
@@ -26,11 +28,15 @@ namespace grpo::text {
 class Tokenizer {
 public:
   // `path`: a tokenizer.json file, or a directory holding tokenizer.json. A
-  // tokenizer_config.json beside it (if present) provides bos/eos and the chat template.
+  // tokenizer_config.json beside it (if present) provides bos/eos and the chat template; a
+  // chat_template.jinja beside it replaces the config's template (as in transformers). A chat
+  // template that does not parse is a grpo::Error here, naming the file and line:col.
   static Tokenizer load(const std::string& path);
-  // From JSON text; `name` names the source in errors; `config_json` may be empty.
+  // From JSON text; `name` names the source in errors; `config_json` may be empty;
+  // `chat_template_jinja`: the text of chat_template.jinja, if any.
   static Tokenizer from_json(std::string_view tokenizer_json, const std::string& name = "tokenizer.json",
-                             std::string_view config_json = {});
+                             std::string_view config_json = {},
+                             const std::optional<std::string>& chat_template_jinja = std::nullopt);
 
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = false) const;
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
@@ -47,10 +53,13 @@ public:
   const std::string& bos_token() const;
   const std::string& eos_token() const;
 
-  // The chat template's Jinja source (tokenizer_config.json), if any.
+  // The chat template's Jinja source (chat_template.jinja or tokenizer_config.json), if any.
   const std::optional<std::string>& chat_template() const;
-  // Renders messages with the recognised template (ChatML or Llama 3); throws grpo::Error if
-  // there is no template or it is not supported (hint: ChatTemplate::plain_prompt).
+  // The parsed template (nullptr when there is none).
+  const ChatTemplate* chat() const;
+  // Renders messages with the model's chat template (see chat_template.h); throws grpo::Error if
+  // there is no template or the template raises.
+  std::string apply_chat_template(const nlohmann::ordered_json& messages, const ChatTemplate::Options& options) const;
   std::string apply_chat_template(const std::vector<ChatMessage>& messages,
                                   bool add_generation_prompt) const;
 

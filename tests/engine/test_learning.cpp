@@ -55,11 +55,15 @@ private Q_SLOTS:
   void shortTrainingImprovesReward() {
     QTemporaryDir dir;
     auto cfg = engine_test::tiny_config(dir.path().toStdString() + "/run");
-    // An easy task: eight one-digit sums, seen again and again.
+    // An easy task: eight one-digit sums, seen again and again. Conversational prompts, as TRL
+    // takes them for a chat model: the demo model was tuned on its ChatML template, and a plain
+    // string prompt would reach it raw (TRL's rule), without the turn it knows.
     const std::string data = dir.path().toStdString() + "/easy.jsonl";
     std::string lines;
     for (auto [a, b] : std::vector<std::pair<int, int>>{{3, 4}, {2, 5}, {6, 1}, {4, 4}, {1, 8}, {5, 2}, {7, 0}, {3, 3}})
-      lines += nlohmann::json{{"prompt", "What is " + std::to_string(a) + " + " + std::to_string(b) + "?"},
+      lines += nlohmann::json{{"prompt", nlohmann::json::array({{{"role", "user"},
+                                                                 {"content", "What is " + std::to_string(a) + " + " +
+                                                                                 std::to_string(b) + "?"}}})},
                               {"answer", std::to_string(a + b)}}.dump() + "\n";
     grpo::write_file_atomic(data, lines);
     cfg.apply({{"task", ""}, {"train_file", data}, {"num_generations", 8}, {"prompts_per_step", 8},

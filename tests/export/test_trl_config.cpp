@@ -104,6 +104,7 @@ private Q_SLOTS:
     QCOMPARE(c.max_steps, int64_t(500));
     QCOMPARE(c.gradient_accumulation_steps, int64_t(6));
     QCOMPARE(c.output_dir, std::string("runs/async-grpo-lora"));
+    QCOMPARE(c.model_revision, std::string("main"));  // TRL's ModelConfig key, used for a Hub repo id
 
     // The listing says what is ignored and why.
     const auto t = translate(j);
@@ -120,7 +121,7 @@ private Q_SLOTS:
     QVERIFY(has_note(t.ignored, "push_to_hub", "grpo export"));
     QVERIFY(has_note(t.ignored, "fsdp", "single trainer"));
     const std::vector<std::string> ignored_keys = {
-        "model_revision", "torch_dtype", "attn_implementation", "dataset_name", "dataset_train_split", "use_peft",
+        "torch_dtype", "attn_implementation", "dataset_name", "dataset_train_split", "use_peft",
         "bf16", "save_total_limit", "report_to", "run_name", "vllm_server_base_url", "vllm_server_timeout",
         "heartbeat_stale_after_s", "log_completions", "num_completions_to_print", "push_to_hub", "fsdp"};
     QCOMPARE(t.ignored.size(), ignored_keys.size());

@@ -89,6 +89,22 @@ private Q_SLOTS:
     msg = error_of([&] { grpo::grpo::load_train_config(path); });
     QVERIFY2(msg.contains("run.json") && msg.contains("invalid JSON"), qPrintable(msg));
   }
+  void chatTemplateKwargs() {
+    // TRL's chat_template_kwargs: an object of template variables, kept through the resolved config.
+    TrainConfig c;
+    c.apply(json{{"model_name_or_path", "m"}, {"task", "arith"}, {"chat_template_kwargs", {{"enable_thinking", false}}}}, "run.yaml");
+    c.validate("run.yaml");
+    QCOMPARE(c.chat_template_kwargs.dump(), std::string("{\"enable_thinking\":false}"));
+    QCOMPARE(c.to_json()["chat_template_kwargs"].dump(), std::string("{\"enable_thinking\":false}"));
+    TrainConfig bad;
+    bad.apply(json{{"model_name_or_path", "m"}, {"task", "arith"}, {"chat_template_kwargs", "enable_thinking"}}, "run.yaml");
+    QString msg = error_of([&] { bad.validate("run.yaml"); });
+    QVERIFY2(msg.contains("chat_template_kwargs") && msg.contains("expected an object"), qPrintable(msg));
+    TrainConfig reserved;
+    reserved.apply(json{{"model_name_or_path", "m"}, {"task", "arith"}, {"chat_template_kwargs", {{"messages", json::array()}}}}, "run.yaml");
+    msg = error_of([&] { reserved.validate("run.yaml"); });
+    QVERIFY2(msg.contains("\"messages\" is set from each prompt"), qPrintable(msg));
+  }
   void retunableKeys() {
     QVERIFY(grpo::grpo::is_retunable("learning_rate"));
     QVERIFY(grpo::grpo::is_retunable("max_staleness"));

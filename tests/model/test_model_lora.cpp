@@ -408,7 +408,7 @@ private Q_SLOTS:
     QTest::newRow("bias") << "bias" << "\"all\"";
     QTest::newRow("modules_to_save") << "modules_to_save" << "[\"lm_head\"]";
     QTest::newRow("embedding target") << "target_modules" << "[\"q_proj\",\"embed_tokens\"]";
-    QTest::newRow("rank_pattern") << "rank_pattern" << "{\"q_proj\": 8}";
+    QTest::newRow("layer_replication") << "layer_replication" << "[[0, 1]]";  // patterns: test_peft_patterns
     QTest::newRow("unknown module") << "target_modules" << "[\"qkv_proj\"]";
   }
   void unsupportedAdapterFeaturesAreClearErrors() {

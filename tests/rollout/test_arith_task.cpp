@@ -65,7 +65,9 @@ private Q_SLOTS:
     QCOMPARE(ex.prompt_text, "What is " + expr + "?" + o.suffix);
     QCOMPARE(ex.metadata["task"], nlohmann::json("arith"));
     QCOMPARE(ex.metadata["index"], nlohmann::json(3));
-    QVERIFY(!ex.messages);
+    // A conversational prompt (one user turn), so the model's chat template applies as in TRL.
+    QVERIFY(ex.messages.has_value());
+    QCOMPARE(ex.messages->dump(), nlohmann::json::array({{{"role", "user"}, {"content", ex.prompt_text}}}).dump());
     o.prompt_template = "Compute {expr} =";
     QVERIFY(starts_with_compute(arith_example(o, 3).prompt_text));
   }

@@ -1,12 +1,14 @@
-// Chat templates (ChatML as Qwen 3 writes it, Llama 3), errors for unsupported components, and
-// the `grpo inspect tokenize` command. Expected chat strings were written out by hand and
-// checked against Jinja2 3.1.6 rendering the same templates with transformers' settings
-// (trim_blocks, lstrip_blocks).
+// Chat templates through the Tokenizer (Qwen 3's real template, Llama 3, the list form of
+// chat_template, chat_template.jinja, TRL's prompt rule), errors for unsupported components, and
+// the `grpo inspect tokenize` command. Expected chat strings were written out by hand and checked
+// against Jinja2 3.1.6 rendering the same templates with transformers' settings (trim_blocks,
+// lstrip_blocks). Many more templates are compared with @huggingface/jinja in test_chat_golden.
 #include <QtTest/QtTest>
 
 #include <sstream>
 
 #include "core/common/error.h"
+#include "core/text/chat_command.h"
 #include "core/text/tokenize_command.h"
 #include "core/text/tokenizer.h"
 #include "tests/text/test_util.h"
@@ -84,8 +86,10 @@ private Q_SLOTS:
     std::string src =
         "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + "
         "'<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You "
-        "are a helpful assistant.<|im_end|>\\n' }}{%- endif %}...";
-    ChatTemplate t = ChatTemplate::recognise(src, "", "<|im_end|>");
+        "are a helpful assistant.<|im_end|>\\n' }}{%- endif %}{%- for m in messages if m.role != 'system' %}"
+        "{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endfor %}"
+        "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+    ChatTemplate t(src, "qwen2.5", {{"eos_token", "<|im_end|>"}});
     QCOMPARE(t.render({{"user", "Hi"}}, true),
              std::string("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
                          "assistant.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"));
@@ -113,28 +117,53 @@ private Q_SLOTS:
              std::string("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nspaced<|eot_id|>"));
   }
 
-  void llama31_dated_system_header() {
-    ChatTemplate t = ChatTemplate::recognise(
-        "{{- bos_token }}{%- set date_string = \"26 Jul 2024\" %}<|start_header_id|>"
-        "{{- \"Cutting Knowledge Date: December 2023\\n\" }}...", "<|begin_of_text|>", "<|eot_id|>");
-    QCOMPARE(t.render({{"system", " Be brief. "}, {"user", "Hi"}}, true),
-             std::string("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: "
-                         "December 2023\nToday Date: 26 Jul 2024\n\nBe brief.<|eot_id|><|start_header_id|>user"
-                         "<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"));
-  }
-
-  void unsupported_template_offers_fallback() {
+  void any_template_renders_and_broken_ones_fail_at_load() {
+    // Before the Jinja interpreter this template was refused; now it is rendered as written.
     nlohmann::json config = {{"chat_template", "{% for m in messages %}[INST] {{ m.content }} [/INST]{% endfor %}"}};
     Tokenizer tok = Tokenizer::from_json(tiny_tokenizer(), "m/tokenizer.json", config.dump());
+    QCOMPARE(tok.apply_chat_template({{"user", "Hi"}}, true), std::string("[INST] Hi [/INST]"));
+    // A template that does not parse is an error when the tokenizer loads, naming file and line:col.
+    nlohmann::json broken = {{"chat_template", "{% for m in messages %}\n{{ m.content }"}};
     try {
-      tok.apply_chat_template({{"user", "Hi"}}, true);
+      Tokenizer::from_json(tiny_tokenizer(), "m/tokenizer.json", broken.dump());
       QFAIL("expected an error");
     } catch (const grpo::Error& e) {
-      QVERIFY2(std::string(e.what()).find("not supported") != std::string::npos, e.what());
-      QVERIFY(e.hint().find("plain-prompt") != std::string::npos);
+      QVERIFY2(std::string(e.what()).find("m/tokenizer_config.json: chat_template 2:") != std::string::npos, e.what());
     }
-    QCOMPARE(ChatTemplate::plain_prompt({{"system", "A"}, {"user", "B"}}), std::string("A\n\nB"));
+    // chat_template.jinja beside the config wins over the config's chat_template.
+    Tokenizer jinja = Tokenizer::from_json(tiny_tokenizer(), "m/tokenizer.json", config.dump(),
+                                           std::string("{{ messages[0].content | upper }}"));
+    QCOMPARE(jinja.apply_chat_template({{"user", "Hi"}}, false), std::string("HI"));
+    try {
+      Tokenizer::from_json(tiny_tokenizer(), "m/tokenizer.json", config.dump(), std::string("{% if %}"));
+      QFAIL("expected an error");
+    } catch (const grpo::Error& e) {
+      QVERIFY2(std::string(e.what()).find("m/chat_template.jinja 1:") != std::string::npos, e.what());
+    }
+    // The list form needs a "default" template, as transformers does.
+    nlohmann::json named = {{"chat_template", nlohmann::json::array({{{"name", "tool_use"}, {"template", "x"}}})}};
+    QVERIFY_THROWS_EXCEPTION(grpo::Error, Tokenizer::from_json(tiny_tokenizer(), "m/tokenizer.json", named.dump()));
+    // No template at all: a clear error.
     QVERIFY_THROWS_EXCEPTION(grpo::Error, Tokenizer::from_json(tiny_tokenizer()).apply_chat_template({}, true));
+  }
+
+  void trl_prompt_rule() {
+    // TRL's maybe_apply_chat_template: a prompt ending with a user turn gets the generation
+    // prompt; one ending with an assistant turn is continued (cut after its content).
+    Tokenizer tok = Tokenizer::load(qwen3_dir());
+    const ChatTemplate* t = tok.chat();
+    QVERIFY(t);
+    nlohmann::ordered_json user = nlohmann::ordered_json::array({{{"role", "user"}, {"content", "Hi"}}});
+    QCOMPARE(t->render_prompt(user), std::string("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"));
+    QCOMPARE(t->render_prompt(user, {{"enable_thinking", false}}),
+             std::string("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+    nlohmann::ordered_json cont = user;
+    cont.push_back({{"role", "assistant"}, {"content", "The answer is"}});
+    QCOMPARE(t->render_prompt(cont),
+             std::string("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nThe answer is"));
+    nlohmann::ordered_json sys = nlohmann::ordered_json::array({{{"role", "system"}, {"content", "S"}}});
+    QVERIFY_THROWS_EXCEPTION(grpo::Error, t->render_prompt(sys));
+    QVERIFY_THROWS_EXCEPTION(grpo::Error, t->render_prompt(user, {{"messages", 1}}));
   }
 
   void unsupported_components_name_the_json_path() {
@@ -166,6 +195,30 @@ private Q_SLOTS:
     std::string bad_merge = load_error(tiny_tokenizer({{"model", {{"merges", {"a c"}}}}}));
     QVERIFY2(bad_merge.find("model.merges[0]") != std::string::npos, bad_merge.c_str());
     QVERIFY(!load_error("{not json").empty());
+  }
+
+  void chat_command() {
+    grpo::text::ChatCommandOptions opt;
+    opt.tokenizer = qwen3_dir();
+    std::istringstream in(
+        "[{\"role\": \"user\", \"content\": \"Hi\"}]\n"
+        "\n"
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"add_generation_prompt\": true, "
+        "\"kwargs\": {\"enable_thinking\": false}}\n"
+        "{broken\n"
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"extra\": 1}\n"
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"kwargs\": {\"tools\": 5}}\n");
+    std::ostringstream out;
+    int errors = grpo::text::run_chat(opt, in, out);
+    QCOMPARE(errors, 3);
+    auto lines = QString::fromStdString(out.str()).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 5);
+    QCOMPARE(lines[0], QString("\"<|im_start|>user\\nHi<|im_end|>\\n\""));
+    QCOMPARE(lines[1], QString("\"<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n\""));
+    QVERIFY2(lines[2].startsWith("{\"error\":\"line 4: not valid JSON"), qPrintable(lines[2]));
+    QVERIFY2(lines[3].contains("unknown key \\\"extra\\\""), qPrintable(lines[3]));
+    // Qwen 3 iterates `tools`: an int is not iterable, which Jinja2 reports too.
+    QVERIFY2(lines[4].contains("'int' object is not iterable"), qPrintable(lines[4]));
   }
 
   void tokenize_command() {

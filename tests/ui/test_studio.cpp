@@ -80,6 +80,30 @@ private Q_SLOTS:
     QVERIFY(!w.controller()->active());
   }
 
+  // The model field takes a Hub repo id found in the Hugging Face cache (HF_HUB_CACHE), and says
+  // how to get one that is not there; File has "Download from the Hub...".
+  void modelFieldTakesACachedRepoId() {
+    QTemporaryDir cache;
+    const std::string commit(40, 'c');
+    const std::string repo = cache.path().toStdString() + "/models--grpo-test--tiny-arith";
+    QVERIFY(QDir().mkpath(QString::fromStdString(repo + "/refs")));
+    QVERIFY(QDir().mkpath(QString::fromStdString(repo + "/snapshots")));
+    grpo::write_file_atomic(repo + "/refs/main", commit);
+    QVERIFY(QFile::link(QString(GRPO_RESOURCES) + "/models/tiny-arith",
+                        QString::fromStdString(repo + "/snapshots/" + commit)));
+    qputenv("HF_HUB_CACHE", cache.path().toUtf8());
+    MainWindow w;
+    auto* status = w.setupPage()->findChild<QLabel*>("modelStatus");
+    w.setupPage()->setModelFolder("grpo-test/tiny-arith");
+    QVERIFY2(status->text().contains("llama") || status->text().contains("qwen"), qPrintable(status->text()));
+    w.setupPage()->setModelFolder("grpo-test/absent");
+    QVERIFY2(status->text().contains("grpo download grpo-test/absent"), qPrintable(status->text()));
+    qunsetenv("HF_HUB_CACHE");
+    bool has_download = false;
+    for (auto* a : w.findChildren<QAction*>()) has_download = has_download || a->text() == "Download from the Hub...";
+    QVERIFY(has_download);
+  }
+
   void liveRunStartPauseRetuneStopExportReopen() {
     QTemporaryDir tmp;
     const QString runDir = tmp.filePath("run");
