@@ -19,26 +19,19 @@ bool is_cased(char32_t c) {
 
 }  // namespace
 
-std::string lower_str(std::string_view s) {
+// Each code point of `s` through a utf8proc case mapping.
+static std::string map_case(std::string_view s, utf8proc_int32_t (*to)(utf8proc_int32_t)) {
   std::string out;
   for (size_t i = 0; i < s.size();) {
     size_t len;
     char32_t c = decode_utf8(s, i, len);
     i += len;
-    append_utf8(out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
+    append_utf8(out, static_cast<char32_t>(to(static_cast<utf8proc_int32_t>(c))));
   }
   return out;
 }
-std::string upper_str(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    size_t len;
-    char32_t c = decode_utf8(s, i, len);
-    i += len;
-    append_utf8(out, static_cast<char32_t>(utf8proc_toupper(static_cast<utf8proc_int32_t>(c))));
-  }
-  return out;
-}
+std::string lower_str(std::string_view s) { return map_case(s, utf8proc_tolower); }
+std::string upper_str(std::string_view s) { return map_case(s, utf8proc_toupper); }
 // Python str.title(): a cased character after an uncased one starts a word.
 std::string title_str(std::string_view s) {
   std::string out;
