@@ -75,7 +75,9 @@ void add_inspect_commands(CLI::App& app) {
 
   auto t = std::make_shared<text::TokenizeOptions>();
   auto* tok = inspect->add_subcommand("tokenize", "Encode stdin lines to JSON id arrays (or --decode / --chat)");
-  tok->add_option("--tokenizer", t->tokenizer, "tokenizer.json or a directory holding it")->required();
+  tok->add_option("--tokenizer", t->tokenizer, "tokenizer.json, a directory holding it, or a Hub repo id in the cache")
+      ->required()
+      ->transform(model_path_transform());
   tok->add_flag("--add-special", t->add_special, "Add special tokens as Tokenizer.encode does by default");
   tok->add_flag("--decode", t->decode, "Read JSON id arrays, print the decoded text");
   tok->add_flag("--skip-special", t->skip_special, "With --decode: drop special tokens");
@@ -85,7 +87,9 @@ void add_inspect_commands(CLI::App& app) {
   auto c = std::make_shared<text::ChatCommandOptions>();
   auto* chat = inspect->add_subcommand(
       "chat", "Render stdin conversations (JSON lines) with the model's chat template; one JSON string or {\"error\"} a line");
-  chat->add_option("--tokenizer", c->tokenizer, "Model directory with tokenizer.json and tokenizer_config.json")->required();
+  chat->add_option("--tokenizer", c->tokenizer, "Model directory (tokenizer.json, tokenizer_config.json) or a Hub repo id in the cache")
+      ->required()
+      ->transform(model_path_transform());
   chat->add_flag("--add-generation-prompt", c->add_generation_prompt,
                  "Default for lines that do not set \"add_generation_prompt\" (else false, as transformers)");
   chat->callback([c] { text::run_chat(*c, std::cin, std::cout); });

@@ -277,7 +277,9 @@ double Engine::evaluate(int64_t limit) {
 
 void Engine::publish_version() {
   const int64_t v = version_.load() + 1;
-  const std::string d = dir_.publish_adapter(v, [&](const std::string& tmp) { model::save_adapter(*policy_.model, tmp); },
+  // base_model_name_or_path is the name the run was given (a repo id stays a repo id), as
+  // transformers' config._name_or_path is the string passed to from_pretrained.
+  const std::string d = dir_.publish_adapter(v, [&](const std::string& tmp) { model::save_adapter(*policy_.model, tmp, cfg_.model_name_or_path); },
                                              cfg_.max_staleness + 2);
   version_ = v;
   for (auto& s : sources_) s->on_version_published(v, d);
@@ -482,7 +484,7 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
   if (unpublished || version_.load() == 0)
     bucket_write("adapter policy-v" + std::to_string(version_.load() + 1), [&] { publish_version(); });
   bucket_write("the final checkpoint", [&] { save_checkpoint_now(); });
-  bucket_write("adapter/", [&] { model::save_adapter(*policy_.model, dir_.path("adapter")); });
+  bucket_write("adapter/", [&] { model::save_adapter(*policy_.model, dir_.path("adapter"), cfg_.model_name_or_path); });
   event({{"event", stopped_early ? "stop" : "finished"}, {"policy_version", version_.load()},
          {"dropped_stale_total", dropped_stale_total_}, {"adapter", dir_.path("adapter")}});
   state_ = EngineState::Finished;

@@ -180,7 +180,7 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
   const int64_t keep = cfg_.max_staleness + 2;
   auto publish = [&](int64_t version) {
     return dir_.publish_adapter(version, [&](const std::string& d) {
-      model::save_adapter(*policy_.model, d);
+      model::save_adapter(*policy_.model, d, cfg_.model_name_or_path);
     }, keep);
   };
   dir_.append_jsonl("events.jsonl", {{"time", wall_time_s()}, {"event", "start"}, {"mode", "sync"}, {"max_steps", cfg_.max_steps}});
@@ -215,7 +215,7 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
   // The final weights are always a published version, and a copy stays in <run>/adapter.
   if (unpublished || version_ == 0) publish(++version_);
   const std::string final_dir = dir_.adapter_dir(version_);
-  model::save_adapter(*policy_.model, dir_.path("adapter"));
+  model::save_adapter(*policy_.model, dir_.path("adapter"), cfg_.model_name_or_path);
   dir_.append_jsonl("events.jsonl", {{"time", wall_time_s()}, {"event", "finished"}, {"policy_version", version_}, {"adapter", dir_.path("adapter")}});
   return final_dir;
 }

@@ -373,6 +373,9 @@ private Q_SLOTS:
     int steps = 0;
     for (const auto& line : grpo::split(grpo::read_file(run + "/metrics.jsonl"), '\n')) steps += !line.empty();
     QCOMPARE(steps, 2);
+    // The adapter names its base as PEFT users load it: the repo id, not the snapshot folder.
+    const auto adapter = nlohmann::json::parse(grpo::read_file(run + "/adapter/adapter_config.json"));
+    QCOMPARE(adapter.value("base_model_name_or_path", ""), std::string("grpo-test/tiny-arith"));
 
     // `grpo inspect model` takes the repo id (and a revision); one that is not cached says what to run.
     QProcess in;
