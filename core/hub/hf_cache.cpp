@@ -237,4 +237,62 @@ std::string resolve_model_dir(const std::string& name_or_path, const std::string
   return resolve_repo(name_or_path, revision, type, cache_dir).dir;
 }
 
+namespace {
+
+// Whether pattern item at p[pi] (not '*') matches the character c; sets `next` to the index after it.
+bool item_matches(const std::string& p, size_t pi, char c, size_t& next) {
+  if (p[pi] == '?') {
+    next = pi + 1;
+    return true;
+  }
+  if (p[pi] == '[') {
+    size_t j = pi + 1;
+    const bool neg = j < p.size() && p[j] == '!';
+    if (neg) ++j;
+    size_t end = j;
+    if (end < p.size() && p[end] == ']') ++end;  // a ']' first in the set is a member
+    while (end < p.size() && p[end] != ']') ++end;
+    if (end < p.size()) {
+      bool in = false;
+      for (size_t k = j; k < end; ++k) {
+        if (k + 2 < end && p[k + 1] == '-') {
+          in = in || (c >= p[k] && c <= p[k + 2]);
+          k += 2;
+        } else {
+          in = in || p[k] == c;
+        }
+      }
+      next = end + 1;
+      return in != neg;
+    }
+    // no closing ']': a literal '['
+  }
+  next = pi + 1;
+  return p[pi] == c;
+}
+
+}  // namespace
+
+bool fnmatch(const std::string& p, const std::string& s) {
+  size_t pi = 0, si = 0;
+  size_t star_p = std::string::npos, star_s = 0;  // the last '*' and where its match ends so far
+  while (si < s.size()) {
+    size_t next = 0;
+    if (pi < p.size() && p[pi] == '*') {
+      star_p = ++pi;
+      star_s = si;
+    } else if (pi < p.size() && item_matches(p, pi, s[si], next)) {
+      pi = next;
+      ++si;
+    } else if (star_p != std::string::npos) {
+      pi = star_p;  // the last '*' takes one more character
+      si = ++star_s;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
 }  // namespace grpo::hub

@@ -73,6 +73,11 @@ ResolvedRepo resolve_repo(const std::string& name_or_path, const std::string& re
 std::string resolve_model_dir(const std::string& name_or_path, const std::string& revision = {},
                               RepoType type = RepoType::Model, const std::string& cache_dir = {});
 
+// fnmatch as Python's (what huggingface_hub's filter_repo_objects uses): '*' and '?' match any
+// character including '/', [abc], [a-z] and [!abc] sets; a '[' without its ']' is literal.
+// One backtrack point per '*' seen: O(pattern x name) steps whatever the pattern.
+bool fnmatch(const std::string& pattern, const std::string& name);
+
 // ~ and $VAR / ${VAR} expanded as huggingface_hub's os.path.expandvars(os.path.expanduser(...)) does
 // (an unset variable is left as written).
 std::string expand_user_vars(const std::string& path);

@@ -622,56 +622,7 @@ DownloadResult Downloader::run() {
   return res_;
 }
 
-bool fnmatch_at(const std::string& p, size_t pi, const std::string& s, size_t si, int budget) {
-  if (budget <= 0) return false;
-  while (pi < p.size()) {
-    const char c = p[pi];
-    if (c == '*') {
-      while (pi < p.size() && p[pi] == '*') ++pi;
-      if (pi == p.size()) return true;
-      for (size_t k = si; k <= s.size(); ++k)
-        if (fnmatch_at(p, pi, s, k, budget - 1)) return true;
-      return false;
-    }
-    if (si >= s.size()) return false;
-    if (c == '?') {
-      ++pi, ++si;
-    } else if (c == '[') {
-      size_t j = pi + 1;
-      const bool neg = j < p.size() && p[j] == '!';
-      if (neg) ++j;
-      size_t end = j;
-      if (end < p.size() && p[end] == ']') ++end;
-      while (end < p.size() && p[end] != ']') ++end;
-      if (end >= p.size()) {  // no closing ']': a literal '['
-        if (s[si] != '[') return false;
-        ++pi, ++si;
-        continue;
-      }
-      bool in = false;
-      for (size_t k = j; k < end; ++k) {
-        if (k + 2 < end && p[k + 1] == '-') {
-          if (s[si] >= p[k] && s[si] <= p[k + 2]) in = true;
-          k += 2;
-        } else if (p[k] == s[si]) {
-          in = true;
-        }
-      }
-      if (in == neg) return false;
-      pi = end + 1, ++si;
-    } else {
-      if (c != s[si]) return false;
-      ++pi, ++si;
-    }
-  }
-  return si == s.size();
-}
-
 }  // namespace
-
-bool fnmatch(const std::string& pattern, const std::string& name) {
-  return fnmatch_at(pattern, 0, name, 0, 100000);
-}
 
 DownloadResult download_snapshot(const DownloadOptions& options) {
   Downloader d(options);

@@ -66,8 +66,4 @@ struct DownloadResult {
 
 DownloadResult download_snapshot(const DownloadOptions& options);
 
-// fnmatch as Python's (what huggingface_hub's filter_repo_objects uses): '*' and '?' match any
-// character including '/', [abc] and [!abc] sets.
-bool fnmatch(const std::string& pattern, const std::string& name);
-
 }  // namespace grpo::hub

@@ -55,6 +55,24 @@ private Q_SLOTS:
     qputenv("HOME", tmp_.path().toUtf8() + "/home");
   }
 
+  // fnmatch as Python's fnmatch.fnmatchcase answers (results checked by hand against its
+  // translate(): '*' and '?' cross '/', sets, a lone '['), and no blow-up on many stars.
+  void fnmatch_as_python() {
+    struct Case { const char* pattern; const char* name; bool match; };
+    for (const Case& c : std::initializer_list<Case>{
+             {"*", "", true}, {"", "", true}, {"", "a", false}, {"a*", "a", true}, {"*a", "ba", true},
+             {"*a", "ab", false}, {"a?c", "abc", true}, {"a?c", "ac", false}, {"*.bin", "sub/model.bin", true},
+             {"sub/*", "sub/x/y.txt", true}, {"[!a]x", "bx", true}, {"[!a]x", "ax", false}, {"[]]", "]", true},
+             {"[a-c]", "b", true}, {"[a-c]", "d", false}, {"[", "[", true}, {"[ab", "[ab", true},
+             {"model-[0-9]*.safetensors", "model-00001-of-00002.safetensors", true}, {"**x", "abx", true},
+             {"*a*b", "aab", true}, {"*a*b", "aba", false}}) {
+      QVERIFY2(hub::fnmatch(c.pattern, c.name) == c.match, (std::string(c.pattern) + " ~ " + c.name).c_str());
+    }
+    const std::string many_stars = "*a*a*a*a*a*a*a*a*a*a*a*a*b", as(20000, 'a');
+    QVERIFY(!hub::fnmatch(many_stars, as));  // backtracking over every star would never return
+    QVERIFY(hub::fnmatch(many_stars, as + "b"));
+  }
+
   void cache_dir_from_the_environment() {
     // constants.py: ~/.cache/huggingface/hub, $XDG_CACHE_HOME/huggingface/hub, HF_HOME/hub, HF_HUB_CACHE.
     QCOMPARE(hub::hub_cache_dir(), root() + "/home/.cache/huggingface/hub");
