@@ -24,7 +24,13 @@ if [ "$quick" = 0 ] && [ "${GRPO_FRESH:-1}" != 0 ] && [ ! -e /.grpo-fresh-root ]
   echo "== scripts/check_fresh.sh runs beside the build; its output: $fresh_log"
   nice -n 10 scripts/check_fresh.sh >"$fresh_log" 2>&1 &
   fresh_pid=$!
-  trap 'if [ -n "$fresh_pid" ]; then kill -TERM "$fresh_pid" 2>/dev/null; wait "$fresh_pid" 2>/dev/null; fi' EXIT
+  # On an early exit (a failed build), stop it (its own trap unmounts) and keep our exit status.
+  stop_fresh() {
+    local rc=$?
+    if [ -n "$fresh_pid" ]; then kill -TERM "$fresh_pid" 2>/dev/null; wait "$fresh_pid" 2>/dev/null || true; fi
+    exit "$rc"
+  }
+  trap stop_fresh EXIT
 fi
 scripts/build.sh "$preset"
 if [ -n "$fresh_pid" ]; then
