@@ -158,12 +158,14 @@ void validate_revision(const std::string& revision) {
     check(!seg.empty() && seg != "." && seg != "..", ctx, "has an empty, \".\" or \"..\" path segment");
 }
 
-bool is_commit_hash(const std::string& s) {
-  if (s.size() != 40) return false;
+bool is_lower_hex(const std::string& s, size_t n) {
+  if (s.size() != n) return false;
   for (char c : s)
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   return true;
 }
+
+bool is_commit_hash(const std::string& s) { return is_lower_hex(s, 40); }
 
 void validate_repo_file_path(const std::string& path) {
   const std::string ctx = "repo file \"" + path + "\"";

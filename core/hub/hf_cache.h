@@ -42,6 +42,8 @@ bool is_valid_repo_id(const std::string& repo_id);
 // A branch, tag, "refs/pr/N" or commit: printable ASCII without spaces, backslashes, "..",
 // empty or leading '/' segments, at most 256 characters. Throws grpo::Error.
 void validate_revision(const std::string& revision);
+// Exactly `n` lowercase hex digits (a commit is 40, an LFS sha256 etag 64).
+bool is_lower_hex(const std::string& s, size_t n);
 // ^[0-9a-f]{40}$ (file_download.py REGEX_COMMIT_HASH).
 bool is_commit_hash(const std::string& s);
 // A file path inside a repo as the Hub lists it ("model.safetensors", "sub/dir/file"): relative,

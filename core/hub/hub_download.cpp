@@ -37,13 +37,6 @@ using json = nlohmann::json;
 
 constexpr uint64_t kMaxFileBytes = uint64_t(1) << 40;  // 1 TiB: larger than any Hub file
 
-bool is_hex(const std::string& s, size_t n) {
-  if (s.size() != n) return false;
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
 void make_dirs(const std::string& path) {
   for (size_t i = 1; i <= path.size(); ++i) {
     if (i < path.size() && path[i] != '/') continue;
@@ -348,7 +341,7 @@ void Downloader::head(FileTask& t, const QString& url) {
       }
       const QByteArray linked = r->rawHeader("X-Linked-Etag");
       t.etag = normalize_etag((linked.isEmpty() ? r->rawHeader("ETag") : linked).toStdString());
-      check(is_hex(t.etag, 40) || is_hex(t.etag, 64), t.path,
+      check(is_lower_hex(t.etag, 40) || is_lower_hex(t.etag, 64), t.path,
             "the server's ETag \"" + t.etag.substr(0, 80) + "\" is not a git sha1 or sha256",
             "is HF_ENDPOINT a Hugging Face Hub?");
       const std::string commit = r->rawHeader("X-Repo-Commit").toStdString();
