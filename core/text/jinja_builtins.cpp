@@ -244,6 +244,18 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
+// The mapping that namespace(...) and dict(...) build: positional mappings merged in order, then
+// the keyword arguments.
+Dict mapping_from_args(Interpreter& in, Args& a, const char* callee) {
+  Dict d;
+  for (const Value& p : a.positional) {
+    if (!p.is_dict()) in.fail(std::string(callee) + "() positional argument must be a mapping, got " + p.type_name());
+    for (const auto& [k, v] : p.as_dict().items) d.set(k, v);
+  }
+  for (const auto& [k, v] : a.keyword) d.set(k, v);
+  return d;
+}
+
 Value sorted(Interpreter& in, List l, bool reverse, bool case_sensitive, const Value* attribute) {
   auto key = [&](const Value& v) { return attribute && !attribute->is_none() ? attribute_path(in, v, *attribute) : v; };
   std::stable_sort(l.begin(), l.end(), [&](const Value& x, const Value& y) {
@@ -610,23 +622,9 @@ void add_globals(Scope& scope) {
     return Value::list(std::move(out));
   });
   scope.vars["namespace"] = bound("namespace", [](Interpreter& in, Args& a) {
-    Dict d;
-    for (const Value& p : a.positional) {
-      if (!p.is_dict()) in.fail("namespace() positional argument must be a mapping, got " + p.type_name());
-      for (const auto& [k, v] : p.as_dict().items) d.set(k, v);
-    }
-    for (const auto& [k, v] : a.keyword) d.set(k, v);
-    return Value::namespace_(std::move(d));
+    return Value::namespace_(mapping_from_args(in, a, "namespace"));
   });
-  scope.vars["dict"] = bound("dict", [](Interpreter& in, Args& a) {
-    Dict d;
-    for (const Value& p : a.positional) {
-      if (!p.is_dict()) in.fail("dict() positional argument must be a mapping, got " + p.type_name());
-      for (const auto& [k, v] : p.as_dict().items) d.set(k, v);
-    }
-    for (const auto& [k, v] : a.keyword) d.set(k, v);
-    return Value::dict(std::move(d));
-  });
+  scope.vars["dict"] = bound("dict", [](Interpreter& in, Args& a) { return Value::dict(mapping_from_args(in, a, "dict")); });
   scope.vars["raise_exception"] = bound("raise_exception", [](Interpreter& in, Args& a) -> Value {
     in.fail(a.positional.empty() ? std::string("raise_exception() called") : to_str(a.positional[0]),
             "the chat template refused this conversation");
