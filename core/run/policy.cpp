@@ -54,14 +54,15 @@ Policy load_policy(const grpo::TrainConfig& cfg, bool with_lora) {
   }
   if (auto eos = p.tokenizer->eos_id()) add_unique(p.stop_token_ids, *eos);
   // The chat template parsed when the tokenizer loaded (a broken one is an error there).
-  p.chat = p.tokenizer->chat() != nullptr;
   p.chat_template_kwargs = nlohmann::ordered_json(cfg.chat_template_kwargs);
-  if (p.chat) {
+  if (p.chat()) {
     for (const char* t : {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"})
       if (auto end = p.tokenizer->token_to_id(t)) add_unique(p.stop_token_ids, *end);
   }
   return p;
 }
+
+bool Policy::chat() const { return tokenizer && tokenizer->chat() != nullptr; }
 
 std::vector<int64_t> Policy::encode_prompt(const rollout::Example& ex, int64_t max_prompt_length) const {
   // TRL (maybe_apply_chat_template, then the tokenizer with add_special_tokens=False): a

@@ -24,9 +24,10 @@ struct Policy {
   model::CausalLM model{nullptr};
   std::shared_ptr<text::Tokenizer> tokenizer;
   std::vector<int64_t> stop_token_ids;  // config + generation_config eos ids, the template's end token
-  bool chat = false;                    // the tokenizer has a chat template (conversations use it)
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();  // TRL's chat_template_kwargs
 
+  // The tokenizer has a chat template (conversations use it).
+  bool chat() const;
   // Prompt ids of an example, left-truncated to max_prompt_length tokens.
   std::vector<int64_t> encode_prompt(const rollout::Example& ex, int64_t max_prompt_length) const;
   std::string decode(const std::vector<int64_t>& ids, bool skip_special = true) const;

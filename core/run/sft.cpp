@@ -250,7 +250,7 @@ std::vector<Pair> load_pairs(const SftConfig& c, std::vector<rollout::Example>* 
 
 // The token that ends an assistant turn: <|im_end|> / <|eot_id|> for chat models, else EOS.
 std::optional<int64_t> end_of_turn(const Policy& p) {
-  if (p.chat) {
+  if (p.chat()) {
     for (const char* t : {"<|im_end|>", "<|eot_id|>"})
       if (auto id = p.tokenizer->token_to_id(t)) return *id;
   }

@@ -117,7 +117,7 @@ void TestSft::fullSftMemorisesPairs() {
   grpo::grpo::TrainConfig tc;
   tc.model_name_or_path = dir + "/out";
   auto p = grpo::run::load_policy(tc, /*with_lora=*/false);
-  QVERIFY(p.chat);
+  QVERIFY(p.chat());
   auto got = greedy(p, data);
   for (size_t i = 0; i < kCompletions.size(); ++i) QCOMPARE(got[i], kCompletions[i]);
 }
