@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command: install dependencies, build, run every test, check the .deb, fuzz each parser briefly,
-# then build the whole suite again under ASan + UBSan + LSan and run every test there too.
+# then build the suite again under ASan + UBSan + LSan and run its tests there too (all but those
+# marked NUMERICS in tests/CMakeLists.txt: tensor numerics alone, which LibTorch bounds-checks).
 # Beside the build, proves the install steps on a pristine Debian 12 root (scripts/check_fresh.sh).
 # Usage: scripts/test.sh [--quick] [PRESET]
 #   --quick  a developer's check: build and ctest only (no package, fuzzing, ASan or fresh root)
