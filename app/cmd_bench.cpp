@@ -5,6 +5,7 @@
 
 #include "app/commands.h"
 #include "core/grpo/grpo_step_bench.h"
+#include "core/io/parquet_bench.h"
 #include "core/model/forward_bench.h"
 #include "core/rollout/generate_bench.h"
 #include "core/text/tokenizer_bench.h"
@@ -21,6 +22,14 @@ void add_bench_commands(CLI::App& app) {
   tok->add_option("--tokenizer", t->tokenizer, "tokenizer.json or a directory holding it")->required();
   tok->add_option("--node-dir", t->node_dir, "Folder with tokenizers_bench.mjs and its node_modules");
   tok->callback([t] { print_json_line(text::bench_tokenize(t->tokenizer, t->node_dir).dump()); });
+
+  struct ParquetArgs { std::string file, node_dir = "tests/bench"; int passes = 5; };
+  auto pq = std::make_shared<ParquetArgs>();
+  auto* par = bench->add_subcommand("parquet", "Parquet read rows/s and MB/s vs hyparquet (Node) on the same file");
+  par->add_option("file", pq->file, "Parquet file (make one: node tests/bench/make_parquet_bench_file.mjs OUT.parquet)")->required();
+  par->add_option("--node-dir", pq->node_dir, "Folder with parquet_bench.mjs and its node_modules");
+  par->add_option("--passes", pq->passes, "Timed full reads per reader (median reported)");
+  par->callback([pq] { print_json_line(io::bench_parquet(pq->file, pq->node_dir, pq->passes).dump()); });
 
   auto f = std::make_shared<model::ForwardBenchOptions>();
   auto* fwd = bench->add_subcommand("forward", "Prefill and LoRA forward+backward tokens/s, GEMM peak, MFU");

@@ -32,6 +32,8 @@ PACKAGES=(
   # Qt6Charts' CMake config needs Qt6OpenGL, which qt6-base-dev only recommends.
   qt6-base-dev qt6-base-dev-tools qt6-charts-dev libqt6opengl6-dev qt6-qpa-plugins
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libyaml-cpp-dev
+  # The Parquet reader's page codecs (core/io/parquet_codec.cpp): SNAPPY, GZIP, ZSTD.
+  libsnappy-dev zlib1g-dev libzstd-dev
   # Debian's default BLAS is the slow reference one (about 6 vs 175 GFLOP/s for fp32 GEMM here).
   libopenblas0-pthread
   # Text in the charts and in the headless demo's PNGs: fontconfig alone ships no font.
