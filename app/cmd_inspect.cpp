@@ -1,4 +1,4 @@
-// `grpo inspect model|logits|tokenize|chat`.
+// `grpo inspect model|logits|tokenize|chat|dataset`.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -12,6 +12,7 @@
 #include "core/common/strings.h"
 #include "core/hub/hf_cache.h"
 #include "core/model/inspect.h"
+#include "core/rollout/dataset_source.h"
 #include "core/text/chat_command.h"
 #include "core/text/tokenize_command.h"
 
@@ -93,6 +94,41 @@ void add_inspect_commands(CLI::App& app) {
   chat->add_flag("--add-generation-prompt", c->add_generation_prompt,
                  "Default for lines that do not set \"add_generation_prompt\" (else false, as transformers)");
   chat->callback([c] { text::run_chat(*c, std::cin, std::cout); });
+
+  struct DatasetArgs {
+    rollout::DatasetRef ref;
+    std::string columns;
+    int64_t head = 10;
+    bool files = false;
+  };
+  auto d = std::make_shared<DatasetArgs>();
+  auto* dataset = inspect->add_subcommand(
+      "dataset", "Print a dataset's rows as JSON lines (keys in the file's column order): a .parquet/.jsonl/.csv "
+                 "file, a folder laid out like a Hub dataset repo, or a dataset repo id in the HF cache");
+  dataset->add_option("DATASET", d->ref.name, "File, folder, or Hub dataset repo id (org/name)")->required();
+  dataset->add_option("--config", d->ref.config, "The dataset's config (default: its default config)");
+  dataset->add_option("--split", d->ref.split, "The split (default train)");
+  dataset->add_option("--revision", d->ref.revision, "With a repo id: branch, tag, commit or refs/convert/parquet (default main)");
+  dataset->add_option("--columns", d->columns, "Renames as a JSON object, e.g. '{\"question\": \"prompt\"}'");
+  dataset->add_option("--head", d->head, "Rows to print (default 10; 0 = all)")->check(CLI::NonNegativeNumber);
+  dataset->add_flag("--files", d->files, "Print the split's data files instead of rows");
+  dataset->callback([d] {
+    if (!d->columns.empty()) {
+      d->ref.columns = nlohmann::json::parse(d->columns, nullptr, false);
+      check(!d->ref.columns.is_discarded(), "--columns", "not valid JSON", "e.g. --columns '{\"question\": \"prompt\"}'");
+      rollout::validate_column_map(d->ref.columns, "--columns");
+    }
+    if (d->files) {
+      for (const auto& f : rollout::dataset_files(d->ref)) std::cout << f << "\n";
+      return;
+    }
+    int64_t printed = 0;
+    rollout::for_each_dataset_row(d->ref, [&](nlohmann::ordered_json&& row, const std::string&) {
+      std::cout << row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      return d->head == 0 || ++printed < d->head;
+    });
+    std::cout.flush();
+  });
 }
 
 }  // namespace grpo::cli

@@ -13,7 +13,7 @@ secs="${1:-60}"
 shift || true
 targets=("$@")
 B="${FUZZ_BUILD_DIR:-build/fuzz}"
-[[ ${#targets[@]} -gt 0 ]] || targets=(safetensors hf_config tokenizer chat_template run_config http_request beacon reward_protocol)
+[[ ${#targets[@]} -gt 0 ]] || targets=(safetensors hf_config tokenizer chat_template run_config http_request beacon reward_protocol parquet math_answer)
 command -v clang++ >/dev/null || { echo "error: clang++ not found (scripts/setup.sh installs clang)" >&2; exit 1; }
 CC=clang CXX=clang++ cmake -S . -B "$B" -G Ninja -DGRPO_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$B"

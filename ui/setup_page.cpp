@@ -25,6 +25,7 @@
 #include "core/model/inspect.h"
 #include "core/rollout/arith_task.h"
 #include "core/rollout/dataset.h"
+#include "core/rollout/dataset_source.h"
 #include "core/rollout/reward.h"
 
 namespace grpo::ui {
@@ -206,15 +207,35 @@ SetupPage::SetupPage(QWidget* parent) : QWidget(parent) {
   task_ = new QComboBox;
   task_->setObjectName("task");
   task_->addItem(tr("Built-in arithmetic"), "arith");
-  task_->addItem(tr("Prompt file (JSONL or CSV)"), "");
+  task_->addItem(tr("Prompt file (JSONL, CSV or Parquet)"), "");
+  task_->addItem(tr("Hub dataset (repo id or folder)"), "hub");
   trainFile_ = new QLineEdit;
   trainFile_->setObjectName("trainFile");
   trainFile_->setPlaceholderText(tr("train.jsonl: prompt (or messages), answer, other columns for the rewards"));
+  datasetConfig_ = new QLineEdit;
+  datasetConfig_->setObjectName("datasetConfig");
+  datasetConfig_->setPlaceholderText(tr("config (default)"));
+  datasetConfig_->setToolTip(describeKey("dataset_config"));
+  datasetSplit_ = new QLineEdit("train");
+  datasetSplit_->setObjectName("datasetSplit");
+  datasetSplit_->setToolTip(describeKey("dataset_train_split"));
+  datasetColumns_ = new QLineEdit;
+  datasetColumns_->setObjectName("datasetColumns");
+  datasetColumns_->setPlaceholderText(tr("renames, e.g. {\"question\": \"prompt\"}"));
+  datasetColumns_->setToolTip(describeKey("dataset_columns"));
   auto* dbrowse = new QPushButton(tr("Browse..."));
   drow->addWidget(task_);
   drow->addWidget(trainFile_, 1);
   drow->addWidget(dbrowse);
   dlay->addLayout(drow);
+  auto* hrow = new QHBoxLayout;
+  hrow->addWidget(new QLabel(tr("Config")));
+  hrow->addWidget(datasetConfig_);
+  hrow->addWidget(new QLabel(tr("Split")));
+  hrow->addWidget(datasetSplit_);
+  hrow->addWidget(new QLabel(tr("Columns")));
+  hrow->addWidget(datasetColumns_, 1);
+  dlay->addLayout(hrow);
   datasetStatus_ = new QLabel;
   datasetStatus_->setObjectName("datasetStatus");
   datasetStatus_->setWordWrap(true);
@@ -229,16 +250,23 @@ SetupPage::SetupPage(QWidget* parent) : QWidget(parent) {
   dlay->addWidget(preview_);
   col->addWidget(data_box);
   connect(task_, &QComboBox::currentIndexChanged, this, [this] {
-    trainFile_->setEnabled(task_->currentData().toString().isEmpty());
+    updateDatasetFields();
     refreshPreview();
     Q_EMIT configChanged();
   });
-  connect(trainFile_, &QLineEdit::editingFinished, this, [this] { refreshPreview(); Q_EMIT configChanged(); });
+  for (QLineEdit* e : {trainFile_, datasetConfig_, datasetSplit_, datasetColumns_})
+    connect(e, &QLineEdit::editingFinished, this, [this] { refreshPreview(); Q_EMIT configChanged(); });
   connect(dbrowse, &QPushButton::clicked, this, [this] {
-    QString p = QFileDialog::getOpenFileName(this, tr("Prompt dataset"), QString(), tr("Datasets (*.jsonl *.json *.csv)"));
-    if (p.isEmpty()) return;
-    task_->setCurrentIndex(1);
-    trainFile_->setText(p);
+    if (task_->currentData().toString() == "hub") {
+      QString d = QFileDialog::getExistingDirectory(this, tr("Dataset folder (laid out like a Hub dataset repo)"));
+      if (!d.isEmpty()) trainFile_->setText(d);
+    } else {
+      QString p = QFileDialog::getOpenFileName(this, tr("Prompt dataset"), QString(),
+                                               tr("Datasets (*.jsonl *.json *.csv *.parquet)"));
+      if (p.isEmpty()) return;
+      task_->setCurrentIndex(1);
+      trainFile_->setText(p);
+    }
     refreshPreview();
   });
 
@@ -363,9 +391,14 @@ void SetupPage::setConfigJson(const json& j) {
   filling_ = true;
   model_->setText(QString::fromStdString(base_.value("model_name_or_path", std::string())));
   const std::string task = base_.value("task", std::string());
-  task_->setCurrentIndex(task == "arith" ? 0 : 1);
-  trainFile_->setText(QString::fromStdString(base_.value("train_file", std::string())));
-  trainFile_->setEnabled(task != "arith");
+  const std::string dataset = base_.value("dataset_name", std::string());
+  task_->setCurrentIndex(task == "arith" ? 0 : dataset.empty() ? 1 : 2);
+  trainFile_->setText(QString::fromStdString(dataset.empty() ? base_.value("train_file", std::string()) : dataset));
+  datasetConfig_->setText(QString::fromStdString(base_.value("dataset_config", std::string())));
+  datasetSplit_->setText(QString::fromStdString(base_.value("dataset_train_split", std::string("train"))));
+  const json cols = base_.value("dataset_columns", json::object());
+  datasetColumns_->setText(cols.is_object() && !cols.empty() ? QString::fromStdString(cols.dump()) : QString());
+  updateDatasetFields();
   for (auto& [key, edit] : fields_) edit->setText(base_.contains(key) ? json_to_text(base_[key]) : QString());
   const std::string out = base_.value("output_dir", std::string());
   runDir_->setText(QString::fromStdString(out));
@@ -402,8 +435,18 @@ json SetupPage::configJson() const {
   json j = base_;
   j["model_name_or_path"] = model_->text().trimmed().toStdString();
   const std::string task = task_->currentData().toString().toStdString();
-  j["task"] = task;
-  j["train_file"] = task.empty() ? trainFile_->text().trimmed().toStdString() : std::string();
+  const std::string source = trainFile_->text().trimmed().toStdString();
+  j["task"] = task == "arith" ? "arith" : "";
+  j["train_file"] = task.empty() ? source : std::string();
+  j["dataset_name"] = task == "hub" ? source : std::string();
+  j["dataset_config"] = task == "hub" ? datasetConfig_->text().trimmed().toStdString() : std::string();
+  const std::string split = datasetSplit_->text().trimmed().toStdString();
+  j["dataset_train_split"] = split.empty() ? "train" : split;
+  const json cols = json::parse(datasetColumns_->text().trimmed().toStdString(), nullptr, false);
+  // Text that is not a JSON object stays as text, so validation names it instead of dropping it.
+  j["dataset_columns"] = datasetColumns_->text().trimmed().isEmpty() || task == "arith" ? json::object()
+                         : cols.is_discarded() ? json(datasetColumns_->text().toStdString())
+                                               : cols;
   for (const auto& [key, edit] : fields_) {
     json v = fieldValue(key);
     if (v.is_null()) {
@@ -488,6 +531,16 @@ void SetupPage::validateModel() {
   }
 }
 
+void SetupPage::updateDatasetFields() {
+  const QString mode = task_->currentData().toString();
+  trainFile_->setEnabled(mode != "arith");
+  trainFile_->setPlaceholderText(mode == "hub" ? tr("openai/gsm8k, or a folder laid out like a Hub dataset repo")
+                                               : tr("train.jsonl: prompt (or messages), answer, other columns for the rewards"));
+  datasetConfig_->setEnabled(mode == "hub");
+  datasetSplit_->setEnabled(mode == "hub");
+  datasetColumns_->setEnabled(mode != "arith");
+}
+
 void SetupPage::refreshPreview() {
   preview_->setRowCount(0);
   datasetStatus_->setStyleSheet(QString());
@@ -502,14 +555,34 @@ void SetupPage::refreshPreview() {
       datasetStatus_->setText(tr("Generated arithmetic problems (an unlimited stream); the first five:"));
     } else {
       const std::string path = trainFile_->text().trimmed().toStdString();
+      const bool hub = task_->currentData().toString() == "hub";
       if (path.empty()) {
-        datasetStatus_->setText(tr("Choose a JSONL or CSV file of prompts."));
+        datasetStatus_->setText(hub ? tr("Name a Hub dataset repo id (in the Hugging Face cache: grpo download --repo-type "
+                                         "dataset ID) or a folder laid out like one.")
+                                    : tr("Choose a JSONL, CSV or Parquet file of prompts."));
         return;
       }
-      auto all = rollout::load_dataset(path);
-      datasetStatus_->setText(tr("%1 examples; the first rows:").arg(all.size()));
-      all.resize(std::min<size_t>(all.size(), 5));
-      rows = std::move(all);
+      rollout::DatasetRef ref;
+      ref.name = path;
+      const json cols = configJson()["dataset_columns"];
+      rollout::validate_column_map(cols, "Columns");
+      ref.columns = cols;
+      if (hub) {
+        ref.config = datasetConfig_->text().trimmed().toStdString();
+        const std::string split = datasetSplit_->text().trimmed().toStdString();
+        if (!split.empty()) ref.split = split;
+      }
+      // The first rows only: a Hub dataset may be large, and Parquet is read a row group at a time.
+      const auto files = rollout::dataset_files(ref);
+      const bool csv = QString::fromStdString(path).endsWith(".csv", Qt::CaseInsensitive);
+      rollout::for_each_dataset_row(ref, [&](nlohmann::ordered_json&& row, const std::string& where) {
+        rows.push_back(rollout::example_from_row(json(row), static_cast<int64_t>(rows.size()), where, csv));
+        return rows.size() < 5;
+      });
+      datasetStatus_->setText(hub ? tr("Split \"%1\": %2 data file(s); the first rows:")
+                                        .arg(QString::fromStdString(ref.split))
+                                        .arg(files.size())
+                                  : tr("The first rows:"));
     }
   } catch (const std::exception& e) {
     datasetStatus_->setStyleSheet(kError);

@@ -59,11 +59,13 @@ private:
   void validateModel();
   void validateField(const std::string& key);
   void refreshPreview();
+  void updateDatasetFields();  // enables the fields of the chosen data source
   void setRewards(const nlohmann::json& funcs, const nlohmann::json& weights);
   nlohmann::json fieldValue(const std::string& key) const;
 
   nlohmann::json base_ = nlohmann::json::object();
   QLineEdit *model_, *trainFile_, *runDir_;
+  QLineEdit *datasetConfig_, *datasetSplit_, *datasetColumns_;  // Hub datasets: config, split, renames
   QLabel *modelStatus_, *datasetStatus_, *formStatus_;
   QComboBox *task_, *preset_;
   QTableWidget *preview_, *rewards_;

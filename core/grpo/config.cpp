@@ -40,6 +40,12 @@ const std::vector<Field>& fields() {
       {"model_revision", &T::model_revision},
       {"train_file", &T::train_file},
       {"eval_file", &T::eval_file},
+      {"dataset_name", &T::dataset_name},
+      {"dataset_config", &T::dataset_config},
+      {"dataset_revision", &T::dataset_revision},
+      {"dataset_train_split", &T::dataset_train_split},
+      {"dataset_test_split", &T::dataset_test_split},
+      {"dataset_columns", &T::dataset_columns},
       {"task", &T::task, -kInf, kInf, false, false, {"", "arith"}},
       {"task_difficulty", &T::task_difficulty, 1, 5},
       {"eval_fraction", &T::eval_fraction, 0, 1, false, true},
@@ -278,7 +284,19 @@ void TrainConfig::validate(const std::string& source) const {
   check(!model_name_or_path.empty(), source, "key \"model_name_or_path\" is missing",
         "set it to a Hugging Face model directory or a Hub repo id (grpo download REPO_ID)");
   check(!model_revision.empty(), source, "key \"model_revision\" is empty", "use \"main\", a tag or a commit hash");
-  check(!train_file.empty() || task == "arith", source, "no training data: set \"train_file\" or \"task\": \"arith\"");
+  check(!train_file.empty() || !dataset_name.empty() || task == "arith", source,
+        "no training data: set \"dataset_name\", \"train_file\" or \"task\": \"arith\"");
+  check(train_file.empty() || dataset_name.empty(), source, "set either \"train_file\" or \"dataset_name\", not both");
+  check(eval_file.empty() || dataset_test_split.empty(), source,
+        "set either \"eval_file\" or \"dataset_test_split\", not both");
+  check(dataset_name.empty() || !dataset_train_split.empty(), source, "key \"dataset_train_split\" is empty",
+        "the split to train on, e.g. \"train\"");
+  check(dataset_columns.is_object(), source,
+        "key \"dataset_columns\": value " + dataset_columns.dump() + " is not valid: expected an object of renames",
+        "e.g. {\"question\": \"prompt\"}");
+  for (const auto& [from, to] : dataset_columns.items())
+    check(!from.empty() && to.is_string() && !to.get<std::string>().empty(), source,
+          "key \"dataset_columns\": \"" + from + "\" must map to a non-empty column name, got " + to.dump());
   check(eval_fraction == 0.0 || eval_size == 0, source, "set either \"eval_fraction\" or \"eval_size\", not both");
   check(target_modules.is_string() || target_modules.is_array(), source,
         "key \"target_modules\": expected \"all-linear\" or a list of module names");

@@ -16,8 +16,16 @@ struct TrainConfig {
   // model and data
   std::string model_name_or_path;   // a Hugging Face model directory, or a Hub repo id in the HF cache
   std::string model_revision = "main";  // repo id: branch, tag or commit (core/hub/hf_cache.h)
-  std::string train_file;           // JSONL or CSV; empty with task = "arith" (built-in generator)
+  std::string train_file;           // JSONL, CSV or Parquet; empty with task = "arith" (built-in generator)
   std::string eval_file;
+  // TRL's dataset_name: a Hub dataset repo id in the HF cache, a folder laid out like one, or a
+  // file; its config and splits as `datasets` picks them (core/rollout/dataset_source.h).
+  std::string dataset_name;
+  std::string dataset_config;           // "" = the dataset's default config
+  std::string dataset_revision = "main";  // branch, tag, commit, or refs/convert/parquet
+  std::string dataset_train_split = "train";
+  std::string dataset_test_split;       // "" = no test split: eval_fraction / eval_size hold one out
+  nlohmann::json dataset_columns = nlohmann::json::object();  // {"question": "prompt"}: renames
   std::string task;                 // "" or "arith" (the demo's generated arithmetic)
   int64_t task_difficulty = 2;      // arith: 1 = one digit +-, 2 = two digits +-, ... 5
   double eval_fraction = 0.0;       // held-out split of train_file when eval_file is empty

@@ -33,7 +33,6 @@ const char* kDistributed = "a single trainer process: no DDP, FSDP or DeepSpeed"
 const char* kLogging = "metrics go to metrics.jsonl and TensorBoard event files in the run directory";
 const char* kHub = "nothing is pushed to the Hugging Face Hub; use `grpo export` and upload the folder";
 const char* kVllm = "generation runs in-process or on workers (worker_urls); a vLLM server can be a worker";
-const char* kData = "prompts come from train_file/eval_file (local JSONL or CSV) or task: arith; Hub datasets are not downloaded";
 const char* kLoader = "no DataLoader: prompt groups stream from the dataset inside the engine";
 const char* kSave = "a checkpoint is written every save_steps into checkpoints/ (the newest few kept) in safetensors";
 const char* kEval = "greedy evaluation runs every eval_steps on the held-out split";
@@ -58,11 +57,7 @@ const std::vector<TrlKey>& table() {
       {"load_in_4bit", Kind::Neutral, "quantized (bitsandbytes) base models are not supported", {false}},
       {"bnb_4bit_quant_type", Kind::Ignore, "quantized (bitsandbytes) base models are not supported", {}},
       {"use_bnb_nested_quant", Kind::Ignore, "quantized (bitsandbytes) base models are not supported", {}},
-      {"dataset_name", Kind::Ignore, kData, {}},
-      {"dataset_config", Kind::Ignore, kData, {}},
-      {"dataset_train_split", Kind::Ignore, kData, {}},
-      {"dataset_test_split", Kind::Ignore, kData, {}},
-      {"dataset_streaming", Kind::Ignore, kData, {}},
+      {"dataset_streaming", Kind::Ignore, "Parquet datasets are read one row group at a time already", {}},
       {"gradient_checkpointing_use_reentrant", Kind::Ignore, "gradient_checkpointing decides; there is no re-entrant variant", {}},
       {"ignore_bias_buffers", Kind::Ignore, kDistributed, {}},
       // ---- PEFT LoraConfig (adapter_config.json) ----

@@ -5,6 +5,7 @@
 #include "core/common/files.h"
 #include "core/common/strings.h"
 #include "core/rollout/dataset_csv.h"
+#include "core/rollout/dataset_source.h"
 
 namespace grpo::rollout {
 
@@ -78,8 +79,11 @@ Example example_from_row(const json& row, int64_t index, const std::string& wher
   }
   if (ex.messages) ex.prompt_text = render_messages(*ex.messages);
 
-  // The reference answer: "answer", else "solution".
-  std::string used_answer = present("answer") ? "answer" : present("solution") ? "solution" : "";
+  // The reference answer: "answer", else "solution", else "ground_truth".
+  std::string used_answer = present("answer")     ? "answer"
+                            : present("solution") ? "solution"
+                            : present("ground_truth") ? "ground_truth"
+                                                      : "";
   if (!used_answer.empty()) {
     const json& a = row[used_answer];
     if (a.is_string()) ex.answer = a.get<std::string>();
@@ -137,6 +141,11 @@ std::vector<Example> load_csv(const std::string& path) { return parse_csv(read_f
 std::vector<Example> load_dataset(const std::string& path) {
   std::string lower;
   for (char c : path) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  if (ends_with(lower, ".parquet")) {
+    DatasetRef ref;
+    ref.name = path;
+    return load_dataset_ref(ref);
+  }
   return ends_with(lower, ".csv") ? load_csv(path) : load_jsonl(path);
 }
 

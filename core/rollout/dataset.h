@@ -3,7 +3,8 @@
 // Columns (TRL's conventions):
 //   prompt     a string, or a chat conversation: an array of {"role", "content"} strings
 //   messages   a chat conversation (used when there is no "prompt"); in CSV a JSON string
-//   answer     optional reference answer (a string or a number); "solution" when "answer" is absent
+//   answer     optional reference answer (a string or a number); "solution", then "ground_truth"
+//              when "answer" is absent
 //   other      every other column is kept in `metadata` and handed to the rewards
 // JSON null, an absent cell or an empty CSV cell means "no answer". CSV cells are strings.
 // The chat template is applied later by the caller when the model has one, so a conversation
@@ -31,8 +32,9 @@ struct Example {
   int64_t index = 0;                       // 0-based row number in the source (stable id)
 };
 
-// Loads a whole dataset. Format by extension: ".csv" is CSV, anything else ("jsonl", "json",
-// "ndjson") is JSON lines. An empty dataset is an error.
+// Loads a whole dataset. Format by extension: ".csv" is CSV, ".parquet" is Parquet
+// (dataset_source.h), anything else ("jsonl", "json", "ndjson") is JSON lines. An empty dataset
+// is an error. Hub dataset repos and folders: load_dataset_ref (dataset_source.h).
 std::vector<Example> load_dataset(const std::string& path);
 std::vector<Example> load_jsonl(const std::string& path);
 std::vector<Example> load_csv(const std::string& path);

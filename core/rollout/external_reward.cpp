@@ -105,13 +105,25 @@ ExternalReward::~ExternalReward() {
   stop(options_.shutdown_grace_s);
 }
 
-std::string ExternalReward::request_line(const RewardInput& in) {
+namespace {
+nlohmann::json request_object(const RewardInput& in) {
   nlohmann::json j = in.metadata.is_object() ? in.metadata : nlohmann::json::object();
   j["prompt"] = in.prompt;
   j["completion"] = in.completion;
   j["answer"] = in.answer ? nlohmann::json(*in.answer) : nlohmann::json(nullptr);
+  return j;
+}
+}  // namespace
+
+std::string ExternalReward::request_line(const RewardInput& in) {
   // Completions may end mid-character: replace invalid UTF-8 rather than throw.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return request_object(in).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string ExternalReward::batch_request_line(const std::vector<RewardInput>& batch) {
+  nlohmann::json samples = nlohmann::json::array();
+  for (const auto& in : batch) samples.push_back(request_object(in));
+  return nlohmann::json{{"batch", std::move(samples)}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // ---- scoring ----
@@ -121,8 +133,59 @@ void ExternalReward::set_event_sink(RewardEventSink sink) {
   sink_ = std::move(sink);
 }
 
+std::vector<std::optional<double>> ExternalReward::score_batch(const std::vector<RewardInput>& batch) {
+  std::vector<std::optional<double>> out(batch.size());
+  if (batch.empty()) return out;
+  if (pid_ > 0 && !exit_description(pid_).empty()) {
+    log_info("reward \"" + options_.name + "\": program " + exit_description(pid_) + "; restarting it");
+    stop(0);
+  }
+  std::optional<Failure> failure;
+  try {
+    if (pid_ < 0) start();
+    out = exchange_batch(batch, failure);
+  } catch (const Error& e) {
+    failure = Failure{FailureKind::Crash, e.what()};
+  }
+  if (!failure) {
+    report(std::nullopt, "");
+    return out;
+  }
+  failures_ += static_cast<int>(batch.size());
+  out.assign(batch.size(), std::nullopt);
+  drain_stderr();
+  std::string tail = stderr_tail();
+  log_warn("reward \"" + options_.name + "\" (" + options_.command + "): batch of " + std::to_string(batch.size()) +
+           " unscorable: " + failure->cause + "; restarting the program" +
+           (tail.empty() ? std::string() : "\n  stderr tail: " + tail));
+  report(failure, tail);
+  stop(0);
+  return out;
+}
+
+std::vector<std::optional<double>> ExternalReward::exchange_batch(const std::vector<RewardInput>& batch,
+                                                                  std::optional<Failure>& failure) {
+  double deadline = now_s() + options_.timeout_s + (fresh_ ? options_.startup_timeout_s : 0.0);
+  fresh_ = false;
+  if (!check_unsolicited_output(failure)) return {};
+  if (!write_all(batch_request_line(batch) + "\n", deadline, failure)) return {};
+  std::optional<std::string> line = read_line(deadline, failure);
+  if (!line) return {};
+  if (framer_.has_pending_output()) {
+    failure = Failure{FailureKind::Flood, "more than one line of output for one batch"};
+    return {};
+  }
+  RewardBatchReply reply = parse_reward_batch_reply(*line, batch.size());
+  if (!reply.ok) {
+    failure = Failure{FailureKind::BadReply, reply.error};
+    return {};
+  }
+  return std::move(reply.values);
+}
+
 std::vector<std::optional<double>> ExternalReward::score(const std::vector<RewardInput>& batch) {
   std::lock_guard lock(mutex_);
+  if (options_.batch) return score_batch(batch);
   std::vector<std::optional<double>> out(batch.size());
   int consecutive = 0;
   size_t skipped = 0;

@@ -1,8 +1,15 @@
 // The `external` reward: a program the user names, run once and spoken to in JSON lines.
 //
-// Protocol (one line each way per sample, UTF-8, '\n'-terminated; reward_protocol.h parses it):
+// Protocol "sample" (the default; one line each way per sample, UTF-8, '\n'-terminated;
+// reward_protocol.h parses the replies):
 //   in  (our write to its stdin):  {"prompt": ..., "completion": ..., "answer": ... | null, <metadata>...}
 //   out (its stdout):              {"reward": <number>}  or  {"reward": null}
+// Protocol "batch" (one line each way per batch: a whole group of completions in one exchange,
+// as TRL calls a reward function with lists):
+//   in:   {"batch": [<the sample object above>, ...]}
+//   out:  {"rewards": [<number or null>, ...]}   exactly one value per sample, in order
+// resources/rewards/batch_reward_example.py is a complete program (Python, standard library only).
+// In batch mode timeout_s bounds the whole exchange, and a failure leaves the whole batch None.
 // The program is started with `/bin/sh -c <command>` in its own process group, on the first
 // batch, with PYTHONUNBUFFERED=1 added to its environment so Python scripts flush each reply.
 // (The shell may stay as the program's parent; "exec python3 x.py" replaces it.) Its stderr is
@@ -46,6 +53,7 @@ struct ExternalRewardOptions {
   double startup_timeout_s = 30.0;  // extra allowance for the first sample after a (re)start
   double shutdown_grace_s = 1.0;    // wait for a clean exit before SIGKILL
   int max_consecutive_failures = 3;
+  bool batch = false;               // protocol "batch": one exchange per batch
   std::string name = "external";
 };
 
@@ -66,6 +74,8 @@ public:
   pid_t pid() const { return pid_; }          // the running program, or -1
   // The line sent for one sample (metadata keys first, then prompt/completion/answer).
   static std::string request_line(const RewardInput& in);
+  // The line sent for a batch: {"batch": [one object per sample, as request_line]}.
+  static std::string batch_request_line(const std::vector<RewardInput>& batch);
 
 private:
   enum class FailureKind { Timeout, Crash, Flood, BadReply };
@@ -77,6 +87,9 @@ private:
   void stop(double grace_s);
   // One sample's exchange: the reward (or None for {"reward": null}), or a Failure.
   std::optional<double> exchange(const RewardInput& in, double timeout_s, std::optional<Failure>& failure);
+  // The batch protocol: one exchange for every sample.
+  std::vector<std::optional<double>> score_batch(const std::vector<RewardInput>& batch);
+  std::vector<std::optional<double>> exchange_batch(const std::vector<RewardInput>& batch, std::optional<Failure>& failure);
   bool write_all(const std::string& data, double deadline, std::optional<Failure>& failure);
   std::optional<std::string> read_line(double deadline, std::optional<Failure>& failure);
   // Reads what the program printed that no one asked for; a Failure if it is not blank.

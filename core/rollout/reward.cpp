@@ -10,6 +10,7 @@
 #include "core/common/strings.h"
 #include "core/rollout/external_reward.h"
 #include "core/rollout/reward_builtin.h"
+#include "core/rollout/reward_trl.h"
 
 namespace grpo::rollout {
 
@@ -35,6 +36,18 @@ public:
     const auto& v = spec_[key];
     check(v.is_number(), field(key), std::string("expected a number, got ") + v.type_name());
     return v.get<double>();
+  }
+  std::vector<std::string> strings(const std::string& key, std::vector<std::string> fallback) {
+    used_.insert(key);
+    if (!spec_.contains(key)) return fallback;
+    const auto& v = spec_[key];
+    check(v.is_array(), field(key), std::string("expected an array of strings, got ") + v.type_name());
+    std::vector<std::string> out;
+    for (const auto& s : v) {
+      check(s.is_string(), field(key), std::string("expected an array of strings, got an element of type ") + s.type_name());
+      out.push_back(s.get<std::string>());
+    }
+    return out;
   }
   bool boolean(const std::string& key, bool fallback) {
     used_.insert(key);
@@ -75,7 +88,11 @@ private:
 
 }  // namespace
 
-std::vector<std::string> known_reward_names() { return {"accuracy", "exact_match", "format", "length", "external"}; }
+std::vector<std::string> known_reward_names() {
+  std::vector<std::string> names = {"accuracy", "exact_match", "format", "length", "external"};
+  for (const auto& n : trl_reward_names()) names.push_back(n);
+  return names;
+}
 
 std::unique_ptr<RewardFunction> make_reward(const nlohmann::json& spec_in) {
   nlohmann::json spec = spec_in.is_string() ? nlohmann::json{{"name", spec_in}} : spec_in;
@@ -88,7 +105,12 @@ std::unique_ptr<RewardFunction> make_reward(const nlohmann::json& spec_in) {
   const std::string alias = r.string("alias", kind);
 
   std::unique_ptr<RewardFunction> fn;
-  if (kind == "accuracy") {
+  if (is_trl_reward_name(kind)) {
+    TrlRewardArgs args;
+    args.number = [&r](const std::string& key, std::optional<double> fallback) { return r.number(key, fallback); };
+    args.strings = [&r](const std::string& key, std::vector<std::string> fallback) { return r.strings(key, std::move(fallback)); };
+    fn = make_trl_reward(kind, spec.contains("alias") ? alias : std::string(), args);
+  } else if (kind == "accuracy") {
     fn = std::make_unique<AccuracyReward>(alias);
   } else if (kind == "exact_match") {
     fn = std::make_unique<ExactMatchReward>(alias);
@@ -108,6 +130,7 @@ std::unique_ptr<RewardFunction> make_reward(const nlohmann::json& spec_in) {
     o.startup_timeout_s = r.number("startup_timeout_s", o.startup_timeout_s);
     o.shutdown_grace_s = r.number("shutdown_grace_s", o.shutdown_grace_s);
     o.max_consecutive_failures = static_cast<int>(r.number("max_consecutive_failures", o.max_consecutive_failures));
+    o.batch = r.choice("protocol", {"sample", "batch"}, "sample") == "batch";
     o.name = alias;
     r.finish();  // before starting anything
     return std::make_unique<ExternalReward>(o);
@@ -167,6 +190,12 @@ void RewardSet::set_weights(std::vector<double> weights) {
         "give one weight per reward function, in order");
   for (double w : weights) check(std::isfinite(w), "reward_weights", "values must be finite numbers");
   weights_ = std::move(weights);
+}
+
+RewardFunction* RewardSet::accuracy_function() const {
+  for (const auto& fn : functions_)
+    if (fn->measures_accuracy()) return fn.get();
+  return nullptr;
 }
 
 void RewardSet::set_event_sink(const RewardEventSink& sink) {

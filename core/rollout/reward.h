@@ -24,6 +24,9 @@ struct RewardInput {
   std::string completion;
   std::optional<std::string> answer;
   nlohmann::json metadata = nlohmann::json::object();
+  // The completion's token ids as sampled (rewards that count tokens read these; empty for an
+  // empty completion, or when the caller has none: such rewards then return None).
+  std::vector<int64_t> completion_ids;
 };
 
 // Receives fault events of a reward (the shape of one events.jsonl line without "time"/"step":
@@ -37,6 +40,9 @@ public:
   virtual void set_event_sink(RewardEventSink) {}
   // The name metrics use: "rewards/<name>/mean" (facts.md §1.6).
   virtual std::string name() const = 0;
+  // True for a 1/0 verdict on the sample's answer (accuracy, accuracy_reward, ...): eval/accuracy
+  // is the mean of the first such function of a run's set (RewardSet::accuracy_function).
+  virtual bool measures_accuracy() const { return false; }
   // One value per input, in order; std::nullopt = this function cannot score that sample.
   virtual std::vector<std::optional<double>> score(const std::vector<RewardInput>& batch) = 0;
 };
@@ -50,7 +56,12 @@ public:
 //   length    target, penalty (default 0.01), unit: "chars"|"tokens" (default chars)
 //                                             0 up to target, then -penalty per unit past it
 //   external  command, timeout_s (10), startup_timeout_s (30), shutdown_grace_s (1),
-//             max_consecutive_failures (3)    a user program speaking JSON lines (external_reward.h)
+//             max_consecutive_failures (3), protocol: "sample"|"batch" (default sample)
+//                                             a user program speaking JSON lines (external_reward.h)
+// and TRL's names with TRL's semantics and metric names (reward_trl.h): accuracy_reward,
+// reasoning_accuracy_reward, think_format_reward, format_reward, tag_count_reward,
+// soft_overlong_punishment (max_completion_len, soft_punish_cache), repetition_penalty
+// (ngram_size, max_penalty), cosine_scaled_reward (max_len, ...).
 // An optional "alias" key renames the function (for two functions of one kind in a set); a
 // "weight" key is read by RewardSet::from_json. A string spec is shorthand for {"name": s}.
 // An unknown name or key is a grpo::Error naming the nearest known one.
@@ -80,6 +91,8 @@ public:
   const std::vector<double>& weights() const { return weights_; }
   void set_weights(std::vector<double> weights);
   void set_event_sink(const RewardEventSink& sink);  // passed to every function
+  // The first function that measures_accuracy(), or nullptr.
+  RewardFunction* accuracy_function() const;
 
   // Runs every function on the batch, in order. A function that throws, or returns the wrong
   // number of values, is an error naming the function.

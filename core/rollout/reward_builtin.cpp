@@ -25,6 +25,9 @@ std::vector<std::optional<double>> map_batch(const std::vector<RewardInput>& bat
 // ---- accuracy ----
 std::optional<double> AccuracyReward::score_one(const RewardInput& in) {
   if (!has_answer(in)) return std::nullopt;
+  // TRL's accuracy_reward: a solution without any parseable answer ("forty two") is skipped.
+  auto gold = parse_gold_answer(*in.answer);
+  if (!gold.value && gold.fallback.empty()) return std::nullopt;
   auto predicted = extract_completion_answer(in.completion);
   if (!predicted) return 0.0;
   return math_answers_equal(*predicted, reference_answer(*in.answer)) ? 1.0 : 0.0;
@@ -67,14 +70,17 @@ LengthReward::LengthReward(double target, double penalty, Unit unit, std::string
         "must be a number >= 0, got " + std::to_string(penalty));
 }
 
-double LengthReward::length_of(const std::string& completion) const {
-  double chars = static_cast<double>(count_code_points(completion));
-  return unit_ == Unit::Chars ? chars : std::ceil(chars / 4.0);
+std::optional<double> LengthReward::length_of(const RewardInput& in) const {
+  if (unit_ == Unit::Chars) return static_cast<double>(count_code_points(in.completion));
+  if (in.completion_ids.empty() && !in.completion.empty()) return std::nullopt;
+  return static_cast<double>(in.completion_ids.size());
 }
 
 std::vector<std::optional<double>> LengthReward::score(const std::vector<RewardInput>& batch) {
   return map_batch(batch, [this](const RewardInput& in) -> std::optional<double> {
-    double over = std::max(0.0, length_of(in.completion) - target_);
+    auto len = length_of(in);
+    if (!len) return std::nullopt;
+    double over = std::max(0.0, *len - target_);
     return over > 0 ? -penalty_ * over : 0.0;
   });
 }

@@ -11,13 +11,14 @@
 
 namespace grpo::rollout {
 
-// accuracy: 1 when the completion's final answer (last \boxed{...}, else last number) equals the
-// sample's answer numerically (reward_math.h), else 0. None when the sample has no answer (or an
-// empty one).
+// accuracy (and TRL's accuracy_reward): 1 when the completion's final answer equals the sample's
+// answer as math_verify compares them (reward_math.h), else 0. None when the sample has no answer,
+// or one without anything parseable ("forty two"), as TRL skips it.
 class AccuracyReward : public RewardFunction {
 public:
   explicit AccuracyReward(std::string name = "accuracy") : name_(std::move(name)) {}
   std::string name() const override { return name_; }
+  bool measures_accuracy() const override { return true; }
   std::vector<std::optional<double>> score(const std::vector<RewardInput>& batch) override;
   static std::optional<double> score_one(const RewardInput& in);
 
@@ -55,16 +56,16 @@ private:
 
 // length: 0 while the completion is at most `target` long, then -penalty per unit past it:
 //   r = -penalty * max(0, len - target)
-// Unit Chars counts Unicode code points; unit Tokens estimates tokens as ceil(code points / 4)
-// (the common ~4 characters per token rule for English text; the real tokenizer is not
-// available at this layer). Never None.
+// Unit Chars counts Unicode code points; unit Tokens counts the completion's real token ids
+// (RewardInput::completion_ids). None only for a non-empty completion that came without its ids.
 class LengthReward : public RewardFunction {
 public:
   enum class Unit { Chars, Tokens };
   LengthReward(double target, double penalty, Unit unit = Unit::Chars, std::string name = "length");
   std::string name() const override { return name_; }
   std::vector<std::optional<double>> score(const std::vector<RewardInput>& batch) override;
-  double length_of(const std::string& completion) const;
+  // The length in this reward's unit; nothing when tokens are asked for and the ids are missing.
+  std::optional<double> length_of(const RewardInput& in) const;
 
 private:
   double target_, penalty_;

@@ -1,4 +1,4 @@
-// Math-answer extraction and numeric comparison (see reward_math.h).
+// Math-answer extraction and comparison for the accuracy reward (see reward_math.h).
 #include "core/rollout/reward_math.h"
 
 #include <algorithm>
@@ -188,23 +188,89 @@ std::optional<double> parse_math_number(std::string_view s) {
   return std::nullopt;
 }
 
+namespace {
+
+std::string_view after_hashes(std::string_view answer) {
+  size_t hashes = answer.rfind("####");
+  return hashes == std::string_view::npos ? answer : answer.substr(hashes + 4);
+}
+
+// True for an answer written as a bare expression rather than prose or delimited LaTeX: no $,
+// \( or \[, \boxed, no line breaks, and outside \commands and \text{} no word of four or more
+// letters nor two words of two or more letters in a row ("We get 5").
+bool looks_bare(std::string_view s) {
+  if (s.empty() || s.size() > math::kMaxInput) return false;
+  for (std::string_view marker : {"$", "\n", "\\(", "\\[", "\\boxed", "\\fbox"})
+    if (s.find(marker) != std::string_view::npos) return false;
+  size_t run = 0;
+  bool word_before = false;  // a word of 2+ letters, then only spaces so far
+  for (size_t i = 0; i <= s.size(); ++i) {
+    char c = i < s.size() ? s[i] : '\0';
+    if (std::isalpha(static_cast<unsigned char>(c))) {
+      if (++run >= 4) return false;
+      continue;
+    }
+    if (run >= 2) {
+      if (word_before) return false;
+      word_before = true;
+    } else if (run == 1 || (c != ' ' && c != '\0')) {
+      word_before = false;
+    }
+    run = 0;
+    if (c == '\\') {  // skip a command name, and the braced text of \text-like commands
+      size_t j = i + 1;
+      while (j < s.size() && std::isalpha(static_cast<unsigned char>(s[j]))) ++j;
+      std::string_view name = s.substr(i + 1, j - i - 1);
+      bool text = name.substr(0, 4) == "text" || name.substr(0, 4) == "math" || name == "mbox" ||
+                  name == "operatorname";
+      i = j - 1;
+      if (text && j < s.size() && s[j] == '{') {
+        int depth = 0;
+        for (; j < s.size(); ++j) {
+          if (s[j] == '{') ++depth;
+          if (s[j] == '}' && --depth == 0) break;
+        }
+        i = j;
+      }
+      word_before = false;
+    }
+  }
+  return true;
+}
+
+math::Answer parse_text(std::string_view text) {
+  std::string t = trim(text);
+  if (looks_bare(t)) {
+    math::Answer whole = math::parse_whole(t);
+    if (whole.value) return whole;
+  }
+  return math::parse_answer(t);
+}
+
+}  // namespace
+
+math::Answer parse_gold_answer(std::string_view answer) { return parse_text(after_hashes(answer)); }
+
+math::Answer parse_completion_answer(std::string_view completion) { return math::parse_answer(completion); }
+
 std::optional<std::string> extract_completion_answer(std::string_view completion) {
-  if (auto boxed = extract_boxed(completion)) return boxed;
-  return extract_last_number(completion);
+  math::Answer a = math::parse_answer(completion);
+  if (a.value) return a.text;
+  if (!a.fallback.empty()) return "$" + a.fallback + "$";  // unparsed LaTeX: compared as text
+  return std::nullopt;
 }
 
 std::string reference_answer(std::string_view answer) {
-  size_t hashes = answer.rfind("####");
-  if (hashes != std::string_view::npos) answer = answer.substr(hashes + 4);
-  if (auto boxed = extract_boxed(answer)) return *boxed;
-  return trim(answer);
+  std::string t = trim(after_hashes(answer));
+  if (looks_bare(t) && math::parse_whole(t).value) return t;
+  math::Answer a = math::parse_answer(t);
+  if (a.value) return a.text;
+  if (!a.fallback.empty()) return "$" + a.fallback + "$";
+  return t;
 }
 
 bool math_answers_equal(std::string_view predicted, std::string_view reference) {
-  auto p = parse_math_number(predicted);
-  auto r = parse_math_number(reference);
-  if (p && r) return std::fabs(*p - *r) <= 1e-9 * std::max({1.0, std::fabs(*p), std::fabs(*r)});
-  return !normalize(predicted).empty() && normalize(predicted) == normalize(reference);
+  return math::verify(parse_text(reference), parse_text(predicted));
 }
 
 }  // namespace grpo::rollout

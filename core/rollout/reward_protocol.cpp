@@ -85,4 +85,42 @@ RewardReply parse_reward_reply(std::string_view line) {
   return out;
 }
 
+RewardBatchReply parse_reward_batch_reply(std::string_view line, size_t expected) {
+  RewardBatchReply out;
+  nlohmann::json reply;
+  try {
+    reply = nlohmann::json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+  } catch (const nlohmann::json::exception&) {
+    reply = nlohmann::json::value_t::discarded;
+  }
+  if (reply.is_discarded() || !reply.is_object()) {
+    out.error = "garbage output (not a JSON object): " + shown(line);
+    return out;
+  }
+  if (!reply.contains("rewards") || !reply["rewards"].is_array()) {
+    out.error = "garbage output (no \"rewards\" array): " + shown(line);
+    return out;
+  }
+  const auto& r = reply["rewards"];
+  if (r.size() != expected) {
+    out.error = "garbage output (" + std::to_string(r.size()) + " rewards for a batch of " + std::to_string(expected) +
+                "): " + shown(line);
+    return out;
+  }
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (r[i].is_null()) {
+      out.values.emplace_back(std::nullopt);
+    } else if (r[i].is_number() && std::isfinite(r[i].get<double>())) {
+      out.values.emplace_back(r[i].get<double>());
+    } else {
+      out.values.clear();
+      out.error = "garbage output (rewards[" + std::to_string(i) + "] is " + r[i].type_name() +
+                  ", expected a number or null): " + shown(line);
+      return out;
+    }
+  }
+  out.ok = true;
+  return out;
+}
+
 }  // namespace grpo::rollout

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace grpo::rollout {
 
@@ -49,5 +50,14 @@ struct RewardReply {
 // Parses one reply line: {"reward": <finite number>} or {"reward": null}; other keys ignored.
 // Never throws.
 RewardReply parse_reward_reply(std::string_view line);
+
+// The batch protocol's reply: {"rewards": [<finite number or null>, ...]} with exactly `expected`
+// values (null: that sample is unscorable); other keys ignored. Never throws.
+struct RewardBatchReply {
+  bool ok = false;
+  std::vector<std::optional<double>> values;  // ok: `expected` of them
+  std::string error;                          // !ok: why, quoting at most 200 bytes of the line
+};
+RewardBatchReply parse_reward_batch_reply(std::string_view line, size_t expected);
 
 }  // namespace grpo::rollout

@@ -82,6 +82,8 @@ Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions 
   nlohmann::json resolved = cfg_.to_json();
   resolved["output_dir"] = run_dir;
   if (!policy_.model_commit.empty()) resolved["model_revision"] = policy_.model_commit;  // the Hub snapshot, pinned
+  if (!cfg_.dataset_name.empty())  // the dataset's snapshot too, so the run can be reproduced
+    if (auto c = rollout::dataset_commit(dataset_ref(cfg_, cfg_.dataset_train_split)); !c.empty()) resolved["dataset_revision"] = c;
   dir_.write_config(resolved);
   for (int i = 0; i < opts_.local_generators; ++i)
     add_source(std::make_unique<LocalGenerator>(policy_, "local-" + std::to_string(i), version_.load()));

@@ -165,7 +165,7 @@ void Engine::scorer_loop() {
     std::vector<rollout::RewardInput> inputs;
     for (const auto& c : g->result.completions) {
       g->texts.push_back(policy_.decode(c.token_ids));
-      inputs.push_back({g->example.prompt_text, g->texts.back(), g->example.answer, g->example.metadata});
+      inputs.push_back({g->example.prompt_text, g->texts.back(), g->example.answer, g->example.metadata, c.token_ids});
     }
     grpo::ScaleRewards scale;
     {

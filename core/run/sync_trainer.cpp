@@ -6,11 +6,14 @@
 #include <torch/torch.h>
 
 #include "core/common/error.h"
+#include "core/common/files.h"
 #include "core/common/timing.h"
 #include "core/common/log.h"
 #include "core/grpo/advantages.h"
 #include "core/model/peft_io.h"
 #include "core/rollout/arith_task.h"
+#include "core/rollout/dataset_source.h"
+#include "core/rollout/reward_builtin.h"
 #include "core/run/adapter_import.h"
 #include "core/run/tensorboard.h"
 
@@ -31,14 +34,35 @@ double mean_std(const std::vector<double>& v, double* std_out) {
 
 }  // namespace
 
+rollout::DatasetRef dataset_ref(const grpo::TrainConfig& cfg, const std::string& split) {
+  rollout::DatasetRef ref;
+  ref.name = cfg.dataset_name;
+  ref.config = cfg.dataset_config;
+  ref.split = split;
+  ref.revision = cfg.dataset_revision;
+  ref.columns = cfg.dataset_columns;
+  return ref;
+}
+
 rollout::DatasetSplit load_examples(const grpo::TrainConfig& cfg) {
   std::vector<rollout::Example> all;
   if (cfg.task == "arith") {
     all = rollout::arith_examples(rollout::ArithOptions::difficulty(static_cast<int>(cfg.task_difficulty), static_cast<uint64_t>(cfg.seed)), 20000);
+  } else if (!cfg.dataset_name.empty()) {
+    all = rollout::load_dataset_ref(dataset_ref(cfg, cfg.dataset_train_split));
+  } else if (!cfg.dataset_columns.empty() || is_directory(cfg.train_file)) {
+    auto ref = dataset_ref(cfg, cfg.dataset_train_split);
+    ref.name = cfg.train_file;
+    all = rollout::load_dataset_ref(ref);
   } else {
     all = rollout::load_dataset(cfg.train_file);
   }
   if (!cfg.eval_file.empty()) return {std::move(all), rollout::load_dataset(cfg.eval_file)};
+  if (!cfg.dataset_test_split.empty()) {
+    auto ref = dataset_ref(cfg, cfg.dataset_test_split);
+    if (cfg.dataset_name.empty()) ref.name = cfg.train_file;  // a folder or repo given as train_file
+    return {std::move(all), rollout::load_dataset_ref(ref)};
+  }
   rollout::SplitOptions so;
   so.eval_fraction = cfg.eval_fraction;
   so.eval_size = cfg.eval_size;
@@ -60,6 +84,8 @@ SyncTrainer::SyncTrainer(grpo::TrainConfig cfg, const std::string& run_dir)
   nlohmann::json resolved = cfg_.to_json();
   resolved["output_dir"] = run_dir;
   if (!policy_.model_commit.empty()) resolved["model_revision"] = policy_.model_commit;  // the Hub snapshot, pinned
+  if (!cfg_.dataset_name.empty())  // the dataset's snapshot too, so the run can be reproduced
+    if (auto c = rollout::dataset_commit(dataset_ref(cfg_, cfg_.dataset_train_split)); !c.empty()) resolved["dataset_revision"] = c;
   dir_.write_config(resolved);
 }
 
@@ -79,13 +105,18 @@ double greedy_accuracy(Policy& policy, rollout::RewardSet& rewards, const std::v
     for (size_t i = s; i < e; ++i) prompts.push_back(policy.encode_prompt(examples[i], cfg.max_prompt_length));
     auto out = sampler.generate(prompts, 1, params);
     std::vector<rollout::RewardInput> inputs;
-    for (size_t i = s; i < e; ++i)
-      inputs.push_back({examples[i].prompt_text, policy.decode(out[i - s][0].token_ids), examples[i].answer, examples[i].metadata});
+    for (size_t i = s; i < e; ++i) {
+      const auto& ids = out[i - s][0].token_ids;
+      inputs.push_back({examples[i].prompt_text, policy.decode(ids), examples[i].answer, examples[i].metadata, ids});
+    }
     std::unique_lock<std::mutex> lock;
     if (rewards_mutex) lock = std::unique_lock<std::mutex>(*rewards_mutex);
-    auto scores = rewards.score(inputs);
-    for (double v : scores.per_function[0])
-      if (!std::isnan(v)) { correct += v; scored += 1; }
+    // eval/accuracy is accuracy: the run's accuracy function, else the built-in one (never the
+    // first reward's mean, which may be a format or length score).
+    rollout::AccuracyReward builtin;
+    rollout::RewardFunction* acc = rewards.accuracy_function();
+    for (const auto& v : (acc ? acc : &builtin)->score(inputs))
+      if (v && !std::isnan(*v)) { correct += *v; scored += 1; }
   }
   return scored > 0 ? correct / scored : NAN;
 }
@@ -117,7 +148,7 @@ std::map<std::string, double> SyncTrainer::one_step(int64_t step) {
   for (size_t p = 0; p < examples.size(); ++p)
     for (const auto& c : groups[p]) {
       texts.push_back(policy_.decode(c.token_ids));
-      inputs.push_back({examples[p].prompt_text, texts.back(), examples[p].answer, examples[p].metadata});
+      inputs.push_back({examples[p].prompt_text, texts.back(), examples[p].answer, examples[p].metadata, c.token_ids});
     }
   auto scores = rewards_.score(inputs);
   const int64_t B = static_cast<int64_t>(inputs.size());

@@ -15,6 +15,7 @@
 #include "core/grpo/config.h"
 #include "core/grpo/trainer.h"
 #include "core/rollout/dataset_sampler.h"
+#include "core/rollout/dataset_source.h"
 #include "core/rollout/reward.h"
 #include "core/run/engine_types.h"
 #include "core/run/policy.h"
@@ -25,6 +26,8 @@ namespace grpo::run {
 // The training and eval examples of a config: train_file (+ eval_file or a held-out split), or
 // the built-in arithmetic task.
 rollout::DatasetSplit load_examples(const grpo::TrainConfig& cfg);
+// The config's dataset_name/config/revision/columns with `split`.
+rollout::DatasetRef dataset_ref(const grpo::TrainConfig& cfg, const std::string& split);
 
 // Greedy (temperature 0) accuracy on up to `limit` examples (0 = all): the mean of the first
 // reward function over the samples it could score; NaN when none. `rewards_mutex`, when given,

@@ -114,14 +114,15 @@ private Q_SLOTS:
     QVERIFY(has_note(t.ignored, "bf16", "precision"));
     QVERIFY(has_note(t.ignored, "torch_dtype", "precision"));
     QVERIFY(has_note(t.ignored, "report_to", "metrics.jsonl and TensorBoard"));
-    QVERIFY(has_note(t.ignored, "dataset_name", "train_file"));
+    QCOMPARE(t.config["dataset_name"], json("trl-lib/DeepMath-103K"));  // ours now: a Hub dataset
+    QCOMPARE(t.config["dataset_train_split"], json("train"));
     QVERIFY(has_note(t.ignored, "vllm_server_base_url", "worker_urls"));
     QVERIFY(has_note(t.ignored, "use_peft", "LoRA"));
     QVERIFY(has_note(t.ignored, "heartbeat_stale_after_s", ""));
     QVERIFY(has_note(t.ignored, "push_to_hub", "grpo export"));
     QVERIFY(has_note(t.ignored, "fsdp", "single trainer"));
     const std::vector<std::string> ignored_keys = {
-        "torch_dtype", "attn_implementation", "dataset_name", "dataset_train_split", "use_peft",
+        "torch_dtype", "attn_implementation", "use_peft",
         "bf16", "save_total_limit", "report_to", "run_name", "vllm_server_base_url", "vllm_server_timeout",
         "heartbeat_stale_after_s", "log_completions", "num_completions_to_print", "push_to_hub", "fsdp"};
     QCOMPARE(t.ignored.size(), ignored_keys.size());
@@ -135,9 +136,12 @@ private Q_SLOTS:
     }
     QCOMPARE(t.config["learning_rate"], j["learning_rate"]);
 
-    // With local data it validates and runs as a normal config.
-    c.apply({{"model_name_or_path", "/models/x"}, {"train_file", "train.jsonl"}}, "override");
+    // dataset_name is the data source; a train_file beside it is refused as ambiguous.
+    QCOMPARE(c.dataset_name, std::string("trl-lib/DeepMath-103K"));
     c.validate(path);
+    c.apply({{"train_file", "train.jsonl"}}, "override");
+    const std::string e = error_of([&] { c.validate(path); });
+    QVERIFY2(e.find("either \"train_file\" or \"dataset_name\"") != std::string::npos, e.c_str());
   }
 
   void grpo_config_json_with_trl_nulls() {

@@ -36,4 +36,12 @@ FUZZ_BODY({
     if (at % (7 * chunk) == 0) framer.next_request();
   }
   check_reply(rest);
+  // The batch protocol's reply: ok means exactly the expected count, every value finite or null.
+  for (size_t expected : {size_t(0), size_t(1), size_t(3)}) {
+    const RewardBatchReply b = parse_reward_batch_reply(rest, expected);
+    if (b.ok != b.error.empty()) std::abort();
+    if (b.ok && b.values.size() != expected) std::abort();
+    for (const auto& v : b.values)
+      if (v && !std::isfinite(*v)) std::abort();
+  }
 })

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "core/rollout/external_reward.h"
+#include "core/rollout/reward.h"
 #include "core/rollout/reward_protocol.h"
 
 using namespace grpo::rollout;
@@ -82,6 +83,50 @@ private Q_SLOTS:
     QCOMPARE(j["level"], nlohmann::json(3));
     // Invalid UTF-8 (a completion cut mid-character) is replaced, not thrown.
     QVERIFY(!ExternalReward::request_line(sample("ab\xC3")).empty());
+  }
+
+  // The batch protocol: one line per batch each way; the shipped example program speaks it.
+  void batchProtocolScoresAGroupInOneExchange() {
+    auto line = nlohmann::json::parse(ExternalReward::batch_request_line({sample("a"), sample("b", std::nullopt)}));
+    QCOMPARE(line["batch"].size(), size_t(2));
+    QVERIFY(line["batch"][1]["answer"].is_null());
+
+    auto o = script("batch.py", R"(
+for line in sys.stdin:
+    b = json.loads(line)["batch"]
+    n = len(b)
+    print(json.dumps({"rewards": [None if s["answer"] is None else n + i for i, s in enumerate(b)]}), flush=True)
+)");
+    o.batch = true;
+    ExternalReward r(o);
+    QCOMPARE(r.score({sample("a"), sample("b", std::nullopt), sample("c")}), opt({3.0, None, 5.0}));
+    QCOMPARE(r.score({sample("a")}), opt({1.0}));
+    QCOMPARE(r.starts(), 1);
+    QCOMPARE(r.failures(), 0);
+
+    // A reply with the wrong count is garbage: the whole batch is None and the program restarts.
+    auto w = script("short.py", R"(
+for line in sys.stdin:
+    print(json.dumps({"rewards": [1.0]}), flush=True)
+)");
+    w.batch = true;
+    ExternalReward bad(w);
+    std::vector<nlohmann::json> events;
+    bad.set_event_sink([&](const nlohmann::json& e) { events.push_back(e); });
+    QCOMPARE(bad.score({sample("a"), sample("b")}), opt({None, None}));
+    QCOMPARE(bad.failures(), 2);
+    QVERIFY(!events.empty() && events[0]["event"] == "reward_bad_reply");
+    QVERIFY2(events[0]["message"].get<std::string>().find("1 rewards for a batch of 2") != std::string::npos,
+             events[0].dump().c_str());
+    QCOMPARE(bad.score({sample("a")}), opt({1.0}));  // restarted, and a batch of one fits
+
+    // resources/rewards/batch_reward_example.py, as a user copies it, through make_reward.
+    auto fn = make_reward({{"name", "external"}, {"protocol", "batch"}, {"alias", "boxed_answer"},
+                           {"command", "exec python3 '" + std::string(GRPO_RESOURCES) + "/rewards/batch_reward_example.py'"}});
+    QCOMPARE(fn->name(), std::string("boxed_answer"));
+    QCOMPARE(fn->score({sample("so \\boxed{1,234}", std::string("Step 1 ... #### 1234")), sample("\\boxed{7}", std::string("8")),
+                        sample("no box", std::string("3")), sample("\\boxed{3}", std::nullopt)}),
+             opt({1.0, 0.0, 0.0, None}));
   }
 
   void successScoresEveryRowWithOneProgram() {

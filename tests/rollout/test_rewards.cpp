@@ -31,6 +31,12 @@ private:
 };
 
 using grpo::testing::error_of;
+
+#define QVERIFY_ERROR(expr, expected)                                                                     \
+  do {                                                                                                    \
+    std::string e_ = error_of([&] { (void)(expr); });                                                     \
+    QVERIFY2(e_.find(expected) != std::string::npos, (e_ + "  [expected: " + (expected) + "]").c_str()); \
+  } while (0)
 }  // namespace
 
 class TestRewards : public QObject {
@@ -96,8 +102,9 @@ private Q_SLOTS:
         {"\\boxed{1.50}", "1.5", 1},
         {"answer 2.5", "5/2", 1},
         {"\\boxed{{12}}", "12", 1},
-        {"first \\boxed{3} then \\boxed{4}", "4", 1},
-        {"\\boxed{x+1}", "x + 1", 1},  // not numbers: compared as text without spaces
+        {"first \\boxed{3} then on second thought \\boxed{4}", "4", 1},
+        {"\\boxed{3} then \\boxed{4}", "4", 0},  // boxes this close are one answer, {3, 4} (math_verify)
+        {"\\boxed{x+1}", "x + 1", 1},  // expressions: compared by value
         {"\\boxed{x+2}", "x+1", 0},
         {"no number at all", "5", 0},
         {"#### 72", "Work... #### 72", 1},
@@ -144,10 +151,145 @@ private Q_SLOTS:
     QCOMPARE(*score1(chars, sample("0123456789")), 0.0);
     QCOMPARE(*score1(chars, sample("0123456789abc")), -1.5);
     QCOMPARE(*score1(chars, sample("ééééééééééé")), -0.5);  // 11 code points, 22 bytes
+    // Tokens are the completion's real ids; a non-empty completion without them is unscorable.
     LengthReward tokens(2, 1.0, LengthReward::Unit::Tokens);
-    QCOMPARE(*score1(tokens, sample("12345678")), 0.0);    // ceil(8/4) = 2
-    QCOMPARE(*score1(tokens, sample("123456789")), -1.0);  // ceil(9/4) = 3
+    auto with_ids = [&](const char* text, std::vector<int64_t> ids) {
+      auto in = sample(text);
+      in.completion_ids = std::move(ids);
+      return in;
+    };
+    QCOMPARE(*score1(tokens, with_ids("12345678", {1, 2})), 0.0);
+    QCOMPARE(*score1(tokens, with_ids("1", {1, 2, 3})), -1.0);
+    QVERIFY(!score1(tokens, sample("123456789")).has_value());
+    QCOMPARE(*score1(tokens, with_ids("", {})), 0.0);
     QVERIFY_THROWS_EXCEPTION(grpo::Error, LengthReward(-1, 0.1));
+  }
+
+  // TRL's own tests (trl tests/test_rewards.py) and open-r1's patterns, case by case.
+  void trlThinkFormatReward() {
+    auto fn = make_reward("think_format_reward");
+    QCOMPARE(fn->name(), std::string("think_format_reward"));
+    for (const char* ok : {"<think>This is my reasoning.</think>This is my answer.",
+                           "<think>\nThis is my reasoning.\n</think>\nThis is my answer.",
+                           "<think>\nThis is\nmy reasoning.\n</think>\nThis is my answer.",
+                           "<think>\nThis is <some tag> my reasoning.</think>\nThis is my answer.",
+                           "<think></think>\nThis is my answer."})
+      QVERIFY2(*score1(*fn, sample(ok)) == 1.0, ok);
+    for (const char* bad : {"<think>\nThis is my reasoning.\nThis is my answer.",
+                            "<think>This is my reasoning.\nThis is my answer.", "This is my reasoning. This is my answer.",
+                            "This is my reasoning.\nThis is my answer.", "This is my reasoning.</think>\nThis is my answer.",
+                            "This is my reasoning.</think>This is my answer.",
+                            "This<think>is my reasoning.</think>\nThis is my answer.",
+                            "<think>This is<think>my reasoning.</think></think>This is my answer.",
+                            "<think>This is</think>\nmy\n<think>reasoning.</think>\nThis is my answer."})
+      QVERIFY2(*score1(*fn, sample(bad)) == 0.0, bad);
+  }
+
+  void trlSoftOverlongPunishmentCountsTokens() {
+    auto fn = make_reward({{"name", "get_soft_overlong_punishment"}, {"max_completion_len", 100}, {"soft_punish_cache", 20}});
+    QCOMPARE(fn->name(), std::string("soft_overlong_punishment_reward"));
+    auto of_len = [](size_t n) {
+      auto in = sample(std::string(n, 'x'));
+      in.completion_ids.assign(n, 1);
+      return in;
+    };
+    QCOMPARE(*score1(*fn, of_len(50)), 0.0);
+    QCOMPARE(*score1(*fn, of_len(110)), -1.0);
+    QVERIFY(std::abs(*score1(*fn, of_len(90)) - -0.5) < 1e-12);
+    QCOMPARE(*score1(*fn, of_len(80)), 0.0);
+    QCOMPARE(*score1(*fn, of_len(100)), -1.0);
+    QVERIFY(!score1(*fn, sample("text without ids")).has_value());  // never a guess
+    QVERIFY_ERROR(make_reward({{"name", "soft_overlong_punishment"}, {"max_completion_len", 100}}), "soft_punish_cache");
+    QVERIFY_ERROR(make_reward({{"name", "soft_overlong_punishment"}, {"max_completion_len", 10}, {"soft_punish_cache", 20}}),
+                  "[0, max_completion_len]");
+  }
+
+  void trlRepetitionPenaltyOnTokenIds() {
+    auto fn = make_reward({{"name", "get_repetition_penalty_reward"}, {"ngram_size", 2}, {"max_penalty", -1.0}});
+    QCOMPARE(fn->name(), std::string("repetition_penalty_reward"));
+    auto ids = [](std::vector<int64_t> v) {
+      auto in = sample("x");
+      in.completion_ids = std::move(v);
+      return in;
+    };
+    QCOMPARE(*score1(*fn, ids({1, 2, 3, 4})), 0.0);    // TRL docstring: [0.0, -0.75]
+    QCOMPARE(*score1(*fn, ids({5, 5, 5, 5, 5})), -0.75);
+    QCOMPARE(*score1(*fn, ids({7})), 0.0);             // shorter than one n-gram
+    QVERIFY_ERROR(make_reward({{"name", "repetition_penalty"}, {"max_penalty", 0.5}}), "<= 0");
+  }
+
+  void trlCosineScaledReward() {
+    auto fn = make_reward({{"name", "get_cosine_scaled_reward"}, {"max_len", 100}});
+    QCOMPARE(fn->name(), std::string("cosine_scaled_reward"));
+    auto in = [](const char* completion, const char* gold, size_t n) {
+      auto s = sample(completion, std::string(gold));
+      s.completion_ids.assign(n, 1);
+      return s;
+    };
+    const char* third = "\\boxed{\\frac{1}{3}}";
+    const char* half = "\\boxed{\\frac{1}{2}}";
+    QVERIFY(std::abs(*score1(*fn, in(third, "\\frac{1}{3}", 25)) - 0.92678) < 1e-4);
+    QVERIFY(std::abs(*score1(*fn, in(third, "\\frac{1}{3}", 75)) - 0.57322) < 1e-4);
+    QVERIFY(std::abs(*score1(*fn, in(half, "\\frac{1}{3}", 25)) - -0.92678) < 1e-4);
+    QVERIFY(std::abs(*score1(*fn, in(half, "\\frac{1}{3}", 75)) - -0.57322) < 1e-4);
+    QVERIFY(std::abs(*score1(*fn, in(third, "\\frac{1}{3}", 50)) - 0.75) < 1e-12);
+    // TRL's boundary case passes [] ids with a non-empty completion; here that means "no ids"
+    // (None), so the shortest real length, one token, stands in for it.
+    QVERIFY(std::abs(*score1(*fn, in(third, "\\frac{1}{3}", 1)) - (0.75 + 0.25 * std::cos(3.14159265358979323846 / 100))) < 1e-12);
+    QVERIFY(std::abs(*score1(*fn, in(half, "\\frac{1}{3}", 100)) - -0.5) < 1e-12);
+    QVERIFY(std::abs(*score1(*fn, in(third, "\\frac{1}{3}", 200)) - 0.5) < 1e-12);  // clamped past max_len
+    QVERIFY(std::abs(*score1(*fn, in(half, "\\frac{1}{3}", 200)) - -0.5) < 1e-12);
+    QVERIFY(!score1(*fn, in("\\boxed{42}", "forty two", 50)).has_value());
+    auto custom = make_reward({{"name", "cosine_scaled_reward"}, {"max_len", 100}, {"min_value_correct", 0.0}, {"max_value_correct", 2.0}});
+    QVERIFY(std::abs(*score1(*custom, in(third, "\\frac{1}{3}", 50)) - 1.0) < 1e-12);
+  }
+
+  void trlAccuracyAndReasoningAccuracy() {
+    auto acc = make_reward("accuracy_reward");
+    QCOMPARE(acc->name(), std::string("accuracy_reward"));
+    QVERIFY(acc->measures_accuracy());
+    QCOMPARE(*score1(*acc, sample("\\boxed{\\frac{63}{400}}", std::string("\\frac{63}{400}"))), 1.0);
+    QCOMPARE(*score1(*acc, sample("\\boxed{\\frac{63}{400}}", std::string("63/400"))), 1.0);
+    QCOMPARE(*score1(*acc, sample("\\boxed{\\frac{64}{400}}", std::string("\\frac{63}{400}"))), 0.0);
+    QCOMPARE(*score1(*acc, sample("\\boxed{3}", std::string("6"))), 0.0);
+    QVERIFY(!score1(*acc, sample("Answer is forty two.", std::string("Answer is forty two."))).has_value());
+    QVERIFY(!score1(*acc, sample("Some other content. \\boxed{43}.", std::string("Answer is forty three."))).has_value());
+
+    auto r = make_reward("reasoning_accuracy_reward");
+    QVERIFY(r->measures_accuracy());
+    const std::string gold = "\\frac{63}{400}";
+    QCOMPARE(*score1(*r, sample("<think> Reasoning content </think> \\boxed{\\frac{63}{400}}", gold)), 1.0);
+    QCOMPARE(*score1(*r, sample("Reasoning content </think> \\boxed{\\frac{63}{400}}", gold)), 1.0);
+    QCOMPARE(*score1(*r, sample("<think> Reasoning content </think> \\boxed{\\frac{64}{400}}", gold)), 0.0);
+    QCOMPARE(*score1(*r, sample("<think> My answer is \\boxed{42} </think> Some other text.", std::string("\\boxed{42}"))), 0.0);
+    QCOMPARE(*score1(*r, sample("<think> The answer is \\boxed{42} </think> Here's a wrong answer: \\boxed{43}.",
+                                std::string("\\boxed{42}"))), 0.0);
+    QCOMPARE(*score1(*r, sample("<think> Incomplete reasoning without closing tag", gold)), 0.0);
+    QCOMPARE(*score1(*r, sample("Correct answer \\frac{63}{400} but completely missing reasoning content", gold)), 0.0);
+    QVERIFY(!score1(*r, sample("<think> Reasoning content </think> \\boxed{42}", std::string("forty two"))).has_value());
+    auto custom = make_reward({{"name", "reasoning_accuracy_reward"}, {"reasoning_delimiters", {"</REASONING_END>"}}});
+    QCOMPARE(*score1(*custom, sample("<REASONING_START> Reasoning content </REASONING_END> \\boxed{\\frac{63}{400}}", gold)), 1.0);
+  }
+
+  void openR1FormatAndTagCount() {
+    auto fmt = make_reward("format_reward");
+    QCOMPARE(*score1(*fmt, sample("<think>\nwhy\n</think>\n<answer>\n42\n</answer>")), 1.0);
+    QCOMPARE(*score1(*fmt, sample("<think>\nwhy\n</think>\n<answer>\n42\n</answer>\nmore")), 1.0);  // MULTILINE $
+    QCOMPARE(*score1(*fmt, sample("<think>\nwhy\n</think>\n<answer>\n42\n</answer> more")), 0.0);
+    QCOMPARE(*score1(*fmt, sample(" <think>\nwhy\n</think>\n<answer>\n42\n</answer>")), 0.0);
+    QCOMPARE(*score1(*fmt, sample("<think>why</think><answer>42</answer>")), 0.0);
+    auto tags = make_reward("tag_count_reward");
+    QCOMPARE(*score1(*tags, sample("<think>\nwhy\n</think>\n<answer>\n42\n</answer>")), 1.0);
+    QCOMPARE(*score1(*tags, sample("<think>\nwhy\n</think>\n")), 0.5);
+    QCOMPARE(*score1(*tags, sample("<think>\n<think>\n")), 0.0);
+  }
+
+  void evalAccuracyFunctionIsTheAccuracyOne() {
+    auto set = RewardSet::from_json(nlohmann::json::array({"think_format_reward", "accuracy_reward"}));
+    QVERIFY(set.accuracy_function() != nullptr);
+    QCOMPARE(set.accuracy_function()->name(), std::string("accuracy_reward"));
+    auto none = RewardSet::from_json(nlohmann::json::array({"think_format_reward"}));
+    QVERIFY(none.accuracy_function() == nullptr);
   }
 
   void registryBuildsByName() {
@@ -157,7 +299,9 @@ private Q_SLOTS:
     QCOMPARE(f->name(), std::string("digits"));
     QCOMPARE(*score1(*f, sample("123")), 1.0);
     auto len = make_reward({{"name", "length"}, {"target", 64}, {"penalty", 0.01}, {"unit", "tokens"}});
-    QCOMPARE(*score1(*len, sample(std::string(260, 'a'))), -0.01);
+    auto long_one = sample(std::string(260, 'a'));
+    long_one.completion_ids.assign(65, 7);
+    QCOMPARE(*score1(*len, long_one), -0.01);
     QCOMPARE(make_reward({{"name", "external"}, {"command", "cat"}, {"timeout_s", 1}})->name(), std::string("external"));
   }
   void registryErrorsNameTheNearest() {

@@ -4,6 +4,8 @@
 // retune dialog's handling of a refusal.
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QDir>
+#include <QFile>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
@@ -24,6 +26,8 @@
 #include "ui/retune_dialog.h"
 #include "ui/samples_page.h"
 #include "ui/setup_page.h"
+
+using json = nlohmann::json;
 #include "ui/workers_page.h"
 #ifdef GRPO_UI_WITH_CLUSTER_TEST
 #include "core/cluster/beacon.h"
@@ -324,6 +328,49 @@ private Q_SLOTS:
 #else
     QSKIP("core/cluster is not built");
 #endif
+  }
+
+  // A Hub dataset (a folder laid out like one: README.md configs, Parquet data files) picked on
+  // the setup page: the preview shows its first rows with the columns renamed, and the config
+  // carries dataset_name/config/split/columns.
+  void setupPagePreviewsAHubDataset() {
+    QTemporaryDir repo;
+    const QString parquet = QString(GRPO_TEST_DATA) + "/parquet/gsm8k_like.parquet";
+    QVERIFY(QDir(repo.path()).mkpath("main"));
+    QVERIFY(QFile::copy(parquet, repo.filePath("main/train-00000-of-00001.parquet")));
+    QFile readme(repo.filePath("README.md"));
+    QVERIFY(readme.open(QIODevice::WriteOnly));
+    readme.write("---\nconfigs:\n- config_name: main\n  data_files:\n  - split: train\n    path: main/train-*\n---\n");
+    readme.close();
+
+    SetupPage page;
+    page.loadPreset("demo");
+    json j = page.configJson();
+    j["task"] = "";
+    j["dataset_name"] = repo.path().toStdString();
+    j["dataset_config"] = "main";
+    j["dataset_columns"] = {{"question", "prompt"}};
+    page.setConfigJson(j);
+    auto* status = page.findChild<QLabel*>("datasetStatus");
+    QCOMPARE(page.datasetPreview()->rowCount(), 5);
+    QVERIFY2(page.datasetPreview()->item(0, 1)->text().startsWith("Natalia sold clips"), qPrintable(status->text()));
+    QVERIFY(page.datasetPreview()->item(0, 2)->text().endsWith("#### 26"));
+    QVERIFY2(status->text().contains("1 data file"), qPrintable(status->text()));
+    const json out = page.configJson();
+    QCOMPARE(out["dataset_name"], json(repo.path().toStdString()));
+    QCOMPARE(out["dataset_config"], json("main"));
+    QCOMPARE(out["dataset_columns"], json({{"question", "prompt"}}));
+    QCOMPARE(out["train_file"], json(""));
+    grpo::grpo::TrainConfig cfg;
+    QString err;
+    QVERIFY2(page.buildConfig(cfg, &err), qPrintable(err));
+    QCOMPARE(cfg.dataset_name, repo.path().toStdString());
+
+    // A wrong split is shown in place, naming the splits that exist.
+    page.findChild<QLineEdit*>("datasetSplit")->setText("validation");
+    Q_EMIT page.findChild<QLineEdit*>("datasetSplit")->editingFinished();
+    QCOMPARE(page.datasetPreview()->rowCount(), 0);
+    QVERIFY2(status->text().contains("splits found: \"train\""), qPrintable(status->text()));
   }
 
   void setupPageValidatesInPlace() {
