@@ -97,8 +97,8 @@ Example example_from_row(const json& row, int64_t index, const std::string& wher
   return ex;
 }
 
-std::vector<Example> parse_jsonl(const std::string& text, const std::string& name) {
-  std::vector<Example> out;
+void for_each_json_line(const std::string& text, const std::string& name,
+                        const std::function<bool(nlohmann::ordered_json&&, const std::string&)>& fn) {
   int64_t line_no = 0;
   size_t start = 0;
   while (start < text.size()) {
@@ -110,14 +110,22 @@ std::vector<Example> parse_jsonl(const std::string& text, const std::string& nam
     if (line_no == 1 && starts_with(line, "\xEF\xBB\xBF")) line.erase(0, 3);
     if (trim(line).empty()) continue;
     std::string where = name + ":" + std::to_string(line_no);
-    json row;
+    nlohmann::ordered_json row;
     try {
-      row = json::parse(line);
+      row = nlohmann::ordered_json::parse(line);
     } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
       throw Error(where, std::string("invalid JSON: ") + e.what(), "JSON lines: one complete JSON object per line");
     }
-    out.push_back(example_from_row(row, static_cast<int64_t>(out.size()), where, /*from_csv=*/false));
+    if (!fn(std::move(row), where)) return;
   }
+}
+
+std::vector<Example> parse_jsonl(const std::string& text, const std::string& name) {
+  std::vector<Example> out;
+  for_each_json_line(text, name, [&](nlohmann::ordered_json&& row, const std::string& where) {
+    out.push_back(example_from_row(json(row), static_cast<int64_t>(out.size()), where, /*from_csv=*/false));
+    return true;
+  });
   check(!out.empty(), name, "no rows", "a JSONL dataset has one JSON object per line, e.g. {\"prompt\": \"...\", \"answer\": \"...\"}");
   return out;
 }

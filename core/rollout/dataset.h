@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,12 @@ std::vector<Example> load_csv(const std::string& path);
 // The same from text already in memory; `name` stands for the file in messages.
 std::vector<Example> parse_jsonl(const std::string& text, const std::string& name);
 std::vector<Example> parse_csv(const std::string& text, const std::string& name);
+
+// The JSON lines of `text` in order, parsed as ordered objects (a UTF-8 BOM and blank lines are
+// skipped); `where` is "name:line". fn returns false to stop. Invalid JSON is a grpo::Error
+// naming the line.
+void for_each_json_line(const std::string& text, const std::string& name,
+                        const std::function<bool(nlohmann::ordered_json&& row, const std::string& where)>& fn);
 
 // One row (a JSON object of columns) -> Example. `where` is "file:line" for messages;
 // `from_csv` makes "messages" a JSON string to parse and empty cells mean absent.

@@ -356,21 +356,7 @@ void for_each_file_row(const std::string& path, const std::function<bool(ordered
           if (!fn(std::move(rows[i]), path + ": row " + std::to_string(i))) return;
         return;
       }
-      int64_t line_no = 0;
-      size_t start = 0;
-      while (start < text.size()) {
-        size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        std::string line = text.substr(start, end - start);
-        start = end + 1;
-        ++line_no;
-        if (line_no == 1 && starts_with(line, "\xEF\xBB\xBF")) line.erase(0, 3);
-        if (trim(line).empty()) continue;
-        const std::string where = path + ":" + std::to_string(line_no);
-        ordered_json row = ordered_json::parse(line, nullptr, false);
-        check(!row.is_discarded(), where, "invalid JSON", "JSON lines: one complete JSON object per line");
-        if (!fn(std::move(row), where)) return;
-      }
+      for_each_json_line(text, path, fn);
     }
   }
 }

@@ -13,13 +13,6 @@ namespace grpo::rollout {
 namespace {
 bool has_answer(const RewardInput& in) { return in.answer && !trim(*in.answer).empty(); }
 
-template <typename F>
-std::vector<std::optional<double>> map_batch(const std::vector<RewardInput>& batch, F&& f) {
-  std::vector<std::optional<double>> out;
-  out.reserve(batch.size());
-  for (const auto& in : batch) out.push_back(f(in));
-  return out;
-}
 }  // namespace
 
 // ---- accuracy ----

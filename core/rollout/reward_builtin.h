@@ -73,6 +73,15 @@ private:
   std::string name_;
 };
 
+// One value per input: f(input) for each, in order (the shape of most rewards' score()).
+template <typename F>
+std::vector<std::optional<double>> map_batch(const std::vector<RewardInput>& batch, F&& f) {
+  std::vector<std::optional<double>> out;
+  out.reserve(batch.size());
+  for (const auto& in : batch) out.push_back(f(in));
+  return out;
+}
+
 // Unicode code points in UTF-8 text (bytes that are not continuation bytes).
 size_t count_code_points(const std::string& s);
 

@@ -59,16 +59,19 @@ bool ReplyFramer::has_pending_output() const {
   return !is_blank(std::string_view(buffer_).substr(head_));
 }
 
+// One reply line as JSON, or a discarded value: malformed JSON, invalid UTF-8 and out-of-range
+// numbers never throw out of here.
+static nlohmann::json parse_reply_json(std::string_view line) {
+  try {
+    return nlohmann::json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+  } catch (const nlohmann::json::exception&) {
+    return nlohmann::json::value_t::discarded;
+  }
+}
+
 RewardReply parse_reward_reply(std::string_view line) {
   RewardReply out;
-  // allow_exceptions=false: malformed JSON, invalid UTF-8 and out-of-range numbers come back as
-  // a discarded value; nothing here throws.
-  nlohmann::json reply;
-  try {
-    reply = nlohmann::json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
-  } catch (const nlohmann::json::exception&) {
-    reply = nlohmann::json::value_t::discarded;
-  }
+  const nlohmann::json reply = parse_reply_json(line);
   if (reply.is_discarded() || !reply.is_object()) {
     out.error = "garbage output (not a JSON object): " + shown(line);
   } else if (!reply.contains("reward")) {
@@ -87,12 +90,7 @@ RewardReply parse_reward_reply(std::string_view line) {
 
 RewardBatchReply parse_reward_batch_reply(std::string_view line, size_t expected) {
   RewardBatchReply out;
-  nlohmann::json reply;
-  try {
-    reply = nlohmann::json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
-  } catch (const nlohmann::json::exception&) {
-    reply = nlohmann::json::value_t::discarded;
-  }
+  const nlohmann::json reply = parse_reply_json(line);
   if (reply.is_discarded() || !reply.is_object()) {
     out.error = "garbage output (not a JSON object): " + shown(line);
     return out;

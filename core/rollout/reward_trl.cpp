@@ -17,14 +17,6 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-template <typename F>
-std::vector<std::optional<double>> map_batch(const std::vector<RewardInput>& batch, F&& f) {
-  std::vector<std::optional<double>> out;
-  out.reserve(batch.size());
-  for (const auto& in : batch) out.push_back(f(in));
-  return out;
-}
-
 // A reward defined by one function of a sample, with TRL's name.
 class LambdaReward : public RewardFunction {
 public:
