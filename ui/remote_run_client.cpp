@@ -7,11 +7,20 @@
 #include <QUrlQuery>
 
 #ifdef GRPO_UI_WITH_CLUSTER
+#include "core/common/json_limits.h"
 #include "core/cluster/tls.h"
 #endif
 
 namespace grpo::ui {
 namespace {
+
+// A reply body as JSON; discarded when malformed or nested deeper than kMaxJsonDepth (the trainer
+// is a peer: what it sends is bounded before a DOM is built or printed).
+nlohmann::json parse_reply(const QByteArray& body) {
+  const std::string text = body.toStdString();
+  if (::grpo::json_depth(text) > ::grpo::kMaxJsonDepth) return nlohmann::json::value_t::discarded;
+  return nlohmann::json::parse(text, nullptr, false);
+}
 
 // The engine's own state: a pause that was asked for holds the run only at the next step boundary,
 // so "paused": true beside "running" is a pause still pending, not a paused run.
@@ -25,7 +34,7 @@ run::EngineState parse_state(const std::string& s) {
 
 // The server's {"error":{"message":...}} body, else the transport's error text.
 QString reply_error(QNetworkReply* r, const QByteArray& body) {
-  auto j = nlohmann::json::parse(body.toStdString(), nullptr, false);
+  auto j = parse_reply(body);
   if (j.is_object() && j.contains("error") && j["error"].is_object() && j["error"].contains("message") &&
       j["error"]["message"].is_string())
     return QString::fromStdString(j["error"]["message"].get<std::string>());
@@ -145,7 +154,7 @@ void RemoteRunClient::onRun(QNetworkReply* r) {
     fail(reply_error(r, body));
     return;
   }
-  auto j = nlohmann::json::parse(body.toStdString(), nullptr, false);
+  auto j = parse_reply(body);
   if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
     inFlight_ = false;
     fail(tr("%1/grpo/run: expected a JSON object with \"step\"").arg(base_.toString()));
@@ -183,7 +192,7 @@ void RemoteRunClient::onEvents(QNetworkReply* r) {
   // An endpoint from before /grpo/events: the run is followed without its events.
   if (r->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt() == 404) return;
   if (r->error() != QNetworkReply::NoError) return fail(reply_error(r, body));
-  auto j = nlohmann::json::parse(body.toStdString(), nullptr, false);
+  auto j = parse_reply(body);
   if (!j.is_array()) return fail(tr("%1/grpo/events: expected a JSON array").arg(base_.toString()));
   QVector<run::EngineEvent> events;
   for (auto& rec : j) {
@@ -200,7 +209,7 @@ void RemoteRunClient::onEvents(QNetworkReply* r) {
 void RemoteRunClient::onMetrics(QNetworkReply* r) {
   const QByteArray body = r->readAll();
   if (r->error() != QNetworkReply::NoError) return fail(reply_error(r, body));
-  auto j = nlohmann::json::parse(body.toStdString(), nullptr, false);
+  auto j = parse_reply(body);
   if (!j.is_array()) return fail(tr("%1/grpo/metrics: expected a JSON array").arg(base_.toString()));
   QVector<run::StepReport> reports;
   for (const auto& rec : j) {

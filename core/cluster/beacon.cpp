@@ -1,4 +1,5 @@
 // Beacon signing and verification (HMAC-SHA256 through QMessageAuthenticationCode).
+#include "core/common/json_limits.h"
 #include "core/cluster/beacon.h"
 
 #include <QByteArray>
@@ -45,6 +46,10 @@ std::string sign_beacon(Beacon b, const std::string& key) {
 BeaconVerifier::BeaconVerifier(std::string key, double max_skew_s) : key_(std::move(key)), max_skew_s_(max_skew_s) {}
 
 bool BeaconVerifier::verify(const std::string& datagram, double now_s, Beacon& out, std::string& why) {
+  if (json_depth(datagram) > kMaxJsonDepth) {
+    why = "malformed: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels";
+    return false;
+  }
   nlohmann::json outer = nlohmann::json::parse(datagram, nullptr, false);
   if (outer.is_discarded() || !outer.is_object() || !outer.contains("payload") || !outer["payload"].is_string()) {
     why = "malformed: not a beacon datagram";
@@ -59,7 +64,8 @@ bool BeaconVerifier::verify(const std::string& datagram, double now_s, Beacon& o
     why = "bad signature";
     return false;
   }
-  nlohmann::json p = nlohmann::json::parse(text, nullptr, false);
+  nlohmann::json p = json_depth(text) > kMaxJsonDepth ? nlohmann::json(nlohmann::json::value_t::discarded)
+                                                      : nlohmann::json::parse(text, nullptr, false);
   Beacon b;
   try {
     if (p.is_discarded() || !p.is_object()) throw std::runtime_error("payload is not a JSON object");

@@ -1,3 +1,4 @@
+#include "core/common/json_limits.h"
 #include "core/cluster/completion_api.h"
 
 #include <algorithm>
@@ -78,6 +79,8 @@ void refuse_unsupported(const json& j) {
 CompletionJob parse_completion_request(const std::string& body, const ModelLimits& limits,
                                        const text::Tokenizer* tokenizer) {
   json j;
+  if (json_depth(body) > kMaxJsonDepth)
+    throw HttpError(400, "request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels", "BadRequestError");
   try {
     j = json::parse(body);
   } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <utility>
 
+#include "core/common/json_limits.h"
 #include "core/cluster/router.h"
 #include "core/cluster/router_internal.h"
 #include "core/common/error.h"
@@ -36,6 +37,7 @@ void Router::probe(int id) {
     w->client->get("/v1/models", opts_.health_timeout_s, [this, id, epoch](const HttpResult& m) {
       Worker* w = find(id);
       if (!m.ok()) return probe_done(id, epoch, false, "/v1/models: " + m.describe());
+      if (json_depth(m.body) > kMaxJsonDepth) return probe_done(id, epoch, false, "/v1/models: nested too deep");
       nlohmann::json j = nlohmann::json::parse(m.body, nullptr, false);
       if (j.is_discarded() || !j.contains("data") || !j["data"].is_array() || j["data"].empty())
         return probe_done(id, epoch, false, "/v1/models: no data[] list");

@@ -1,4 +1,5 @@
 // WorkerClient: the facts §5 request/response shapes over QNetworkAccessManager.
+#include "core/common/json_limits.h"
 #include "core/cluster/worker_client.h"
 
 #include <QEventLoop>
@@ -44,6 +45,7 @@ const nlohmann::json& field(const nlohmann::json& obj, const std::string& key, c
 }  // namespace
 
 CompletionResponse parse_completion_response(const std::string& body, const std::string& where) {
+  check_json_depth(body, where);
   nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     throw Error(where, "completion response is not a JSON object: " + body.substr(0, 200));

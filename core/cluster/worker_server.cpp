@@ -1,3 +1,4 @@
+#include "core/common/json_limits.h"
 #include "core/cluster/worker_server.h"
 
 #include <algorithm>
@@ -51,7 +52,8 @@ std::vector<int64_t> default_stop_ids(const model::CausalLMImpl& m, const text::
   for (int64_t id : m.config().eos_token_ids) add_unique(ids, id);
   const std::string gen = path_join(dir, "generation_config.json");
   if (file_exists(gen)) {
-    auto j = json::parse(read_file(gen), nullptr, false);
+    const std::string text = read_file(gen);
+    auto j = json_depth(text) > kMaxJsonDepth ? json(json::value_t::discarded) : json::parse(text, nullptr, false);
     if (j.is_object() && j.contains("eos_token_id")) {
       const auto& e = j["eos_token_id"];
       if (e.is_number_integer()) add_unique(ids, e.get<int64_t>());
@@ -121,6 +123,8 @@ std::string advertised_url(const std::string& host, uint16_t port, const std::st
 }
 
 json parse_body(const HttpRequest& req) {
+  if (json_depth(req.body) > kMaxJsonDepth)
+    throw HttpError(400, "request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   json j = json::parse(req.body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw HttpError(400, "request body must be a JSON object");
   return j;

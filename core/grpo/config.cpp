@@ -1,3 +1,4 @@
+#include "core/common/json_limits.h"
 #include "core/grpo/config.h"
 
 #include <cmath>
@@ -342,6 +343,7 @@ json parse_config_text(const std::string& text, const std::string& source) {
                               ": invalid YAML: " + e.msg);
     }
   }
+  check_json_depth(text, source);
   try {
     return json::parse(text);
   } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large

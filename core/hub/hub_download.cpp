@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
+#include "core/common/json_limits.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
 
@@ -54,22 +55,6 @@ std::string dirname_of(const std::string& p) {
 uint64_t file_size(const std::string& p) {
   struct stat st;
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
-}
-
-// Nesting depth of a JSON text (brackets outside strings), to refuse deep documents before parsing.
-int json_depth(const std::string& s) {
-  int depth = 0, max_depth = 0;
-  bool in_str = false, esc = false;
-  for (char c : s) {
-    if (in_str) {
-      if (esc) esc = false;
-      else if (c == '\\') esc = true;
-      else if (c == '"') in_str = false;
-    } else if (c == '"') in_str = true;
-    else if (c == '[' || c == '{') max_depth = std::max(max_depth, ++depth);
-    else if (c == ']' || c == '}') --depth;
-  }
-  return max_depth;
 }
 
 std::optional<uint64_t> parse_size(const QByteArray& v) {
@@ -294,7 +279,7 @@ json Downloader::list_repo() {
   }
   const std::string text = body.toStdString();
   check(static_cast<size_t>(text.size()) <= o_.max_json_bytes, url.toStdString(), "the file listing is too large");
-  check(json_depth(text) <= o_.max_json_depth, url.toStdString(),
+  check(json_depth(text, o_.max_json_depth) <= o_.max_json_depth, url.toStdString(),
         "the file listing nests deeper than " + std::to_string(o_.max_json_depth) + " levels");
   json j = json::parse(text, nullptr, false);
   check(j.is_object(), url.toStdString(), "the file listing is not a JSON object");

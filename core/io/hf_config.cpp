@@ -1,5 +1,6 @@
 // Hugging Face config.json for the Llama / Qwen2 / Qwen3 family: parse with transformers' defaults
 // and validation, write back as save_pretrained does. Checkpoint lives in checkpoint.cpp.
+#include "core/common/json_limits.h"
 #include "core/io/hf_config.h"
 
 #include <algorithm>
@@ -221,6 +222,7 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& context) {
 ModelConfig ModelConfig::load(const std::string& config_json_path) {
   std::string text = read_file(config_json_path);
   json j;
+  check_json_depth(text, config_json_path);
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {

@@ -2,6 +2,7 @@
 // header while watching for duplicate keys, validate every entry, then check that the sorted
 // buffers tile the data section exactly (reference/facts.md §4). Writing: the reference writer's
 // byte layout, so a file we read and write back is byte-identical.
+#include "core/common/json_limits.h"
 #include "core/io/safetensors.h"
 
 #include <algorithm>
@@ -138,6 +139,7 @@ json parse_header_json(std::string_view text, const std::string& file) {
     }
     return true;
   };
+  check_json_depth(text, file);
   try {
     return json::parse(text.begin(), text.end(), callback);
   } catch (const json::exception& e) {

@@ -1,4 +1,5 @@
 // PEFT adapter_config.json + adapter_model.safetensors, read and write.
+#include "core/common/json_limits.h"
 #include "core/model/peft_io.h"
 
 #include <algorithm>
@@ -250,7 +251,9 @@ LoraConfig read_adapter_config(const std::string& dir) {
   auto path = path_join(dir, kAdapterConfigName);
   nlohmann::ordered_json j;  // file order: rank_pattern / alpha_pattern are searched in it
   try {
-    j = nlohmann::ordered_json::parse(read_file(path));
+    const std::string text = read_file(path);
+    check_json_depth(text, path);
+    j = nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(path, std::string("invalid JSON: ") + e.what());
   }

@@ -1,4 +1,5 @@
 // JSONL and CSV prompt datasets -> Examples (see dataset.h).
+#include "core/common/json_limits.h"
 #include "core/rollout/dataset.h"
 
 #include "core/common/error.h"
@@ -111,6 +112,7 @@ void for_each_json_line(const std::string& text, const std::string& name,
     if (trim(line).empty()) continue;
     std::string where = name + ":" + std::to_string(line_no);
     nlohmann::ordered_json row;
+    check_json_depth(line, where);
     try {
       row = nlohmann::ordered_json::parse(line);
     } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large

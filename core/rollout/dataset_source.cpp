@@ -1,5 +1,6 @@
 // Datasets by file, folder or Hub repo id, with `datasets`' config and split rules (see
 // dataset_source.h).
+#include "core/common/json_limits.h"
 #include "core/rollout/dataset_source.h"
 
 #include <algorithm>
@@ -350,6 +351,7 @@ void for_each_file_row(const std::string& path, const std::function<bool(ordered
       const std::string text = read_file(path);
       size_t first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
       if (format_of(path) == Format::Json && first != std::string::npos && text[first] == '[') {
+        check_json_depth(text, path);
         ordered_json rows = ordered_json::parse(text, nullptr, false);
         check(!rows.is_discarded() && rows.is_array(), path, "invalid JSON: expected an array of row objects");
         for (size_t i = 0; i < rows.size(); ++i)

@@ -1,4 +1,5 @@
 // The external reward's reply framing and parsing (see the header).
+#include "core/common/json_limits.h"
 #include "core/rollout/reward_protocol.h"
 
 #include <cmath>
@@ -62,6 +63,7 @@ bool ReplyFramer::has_pending_output() const {
 // One reply line as JSON, or a discarded value: malformed JSON, invalid UTF-8 and out-of-range
 // numbers never throw out of here.
 static nlohmann::json parse_reply_json(std::string_view line) {
+  if (json_depth(line) > kMaxJsonDepth) return nlohmann::json::value_t::discarded;  // never built, never printed
   try {
     return nlohmann::json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   } catch (const nlohmann::json::exception&) {

@@ -1,4 +1,5 @@
 // RunEndpoint: the trainer's HTTP routes (see run_endpoint.h) on a cluster::HttpServer.
+#include "core/common/json_limits.h"
 #include "core/run/run_endpoint.h"
 
 #include <algorithm>
@@ -177,6 +178,8 @@ void RunEndpoint::start() {
     reply.send(HttpResponse::json(200, ok()));
   });
   server_->route("POST", "/grpo/run/retune", [=](const HttpRequest& req, Reply reply) {
+    if (json_depth(req.body) > kMaxJsonDepth)
+      throw HttpError(400, "retune: the body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     json j = json::parse(req.body, nullptr, false);
     if (j.is_discarded() || !j.is_object())
       throw HttpError(400, "retune: the body must be a JSON object of TRL keys, e.g. {\"learning_rate\": 0.001}");

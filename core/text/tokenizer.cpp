@@ -1,5 +1,6 @@
 // Tokenizer: see tokenizer.h. Loading wires the components built by normalizers.cpp,
 // pre_tokenizers.cpp, bpe.cpp, added_tokens.cpp, post_processor.cpp and decoders.cpp.
+#include "core/common/json_limits.h"
 #include "core/text/tokenizer.h"
 
 #include "core/common/error.h"
@@ -42,6 +43,7 @@ std::string config_token(const json& config, const char* key) {
 }
 
 json parse_json(std::string_view text, const std::string& name) {
+  check_json_depth(text, name);
   try {
     return json::parse(text);
   } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large

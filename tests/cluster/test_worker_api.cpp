@@ -215,6 +215,25 @@ private Q_SLOTS:
     QCOMPARE(client_->call("POST", "/v1/load_lora_adapter", R"({"lora_name":"x","lora_path":"y"})", "").status, 401);
   }
 
+  // Issue 18: a body nested 100,000 levels deep (with the token) used to kill the worker the first
+  // time the value was printed. It is refused with 400 before any DOM exists; the worker lives on.
+  void deeplyNestedBodiesAreRefused() {
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    HttpResult r = client_->call("POST", "/v1/completions", "{\"prompt\":[1],\"temperature\":" + deep + "}");
+    QCOMPARE(r.status, 400);
+    QVERIFY2(error_message(r).find("deeper than 64") != std::string::npos, r.body.c_str());
+    r = client_->call("POST", "/v1/load_lora_adapter", "{\"lora_name\":" + deep + "}");
+    QCOMPARE(r.status, 400);
+    QVERIFY2(r.body.find("deeper than 64") != std::string::npos, r.body.c_str());
+    // 64 levels is still a value (of the wrong type): the ordinary 400 naming the field.
+    r = client_->call("POST", "/v1/completions",
+                      "{\"prompt\":[1],\"temperature\":" + std::string(63, '[') + std::string(63, ']') + "}");
+    QCOMPARE(r.status, 400);
+    QVERIFY2(error_message(r).find("temperature") != std::string::npos, r.body.c_str());
+    QCOMPARE(client_->get("/health").status, 200);
+    QCOMPARE(client_->post("/v1/completions", completion_body(model_id_, 5)).status, 200);
+  }
+
   void completionShapes() {
     const HttpResult r = client_->post("/v1/completions", completion_body(model_id_, 1234));
     QCOMPARE(r.status, 200);

@@ -3,13 +3,32 @@
 
 #include <unistd.h>
 
+#include "tests/common/error_of.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/common/json_limits.h"
 #include "core/common/strings.h"
 
 class TestCommon : public QObject {
   Q_OBJECT
 private Q_SLOTS:
+  // JSON from outside is bounded in depth before it is parsed (issue 18).
+  void jsonDepthIsCheckedBeforeParsing() {
+    QCOMPARE(grpo::json_depth("1"), 0);
+    QCOMPARE(grpo::json_depth("{\"a\": [1, {\"b\": []}]}"), 4);
+    QCOMPARE(grpo::json_depth("{\"s\": \"[[[[{{{{ \\\" [[[[\"}"), 1);  // brackets in strings, escaped quotes
+    QCOMPARE(grpo::json_depth("]]]][[]"), 2);  // stray closers do not lower it: the parser rejects such text
+    QCOMPARE(grpo::json_depth(std::string(1000000, '['), 64), 65);    // stops early past the limit
+    const std::string ok = std::string(64, '[') + std::string(64, ']');
+    QCOMPARE(grpo::parse_json_bounded(ok, "x").is_array(), true);
+    const std::string deep = std::string(65, '[') + std::string(65, ']');
+    std::string e = grpo::testing::error_of([&] { grpo::parse_json_bounded(deep, "body.json"); });
+    QVERIFY2(e.find("body.json") == 0 && e.find("deeper than 64 levels") != std::string::npos, e.c_str());
+    e = grpo::testing::error_of([&] { grpo::parse_json_bounded("{\"a\": }", "cfg.json"); });
+    QVERIFY2(e.find("cfg.json: invalid JSON") == 0, e.c_str());
+    QCOMPARE(grpo::parse_ordered_json_bounded("{\"z\": 1, \"a\": 2}", "x").begin().key(), std::string("z"));
+  }
+
   void errorComposesContextAndHint() {
     grpo::Error e("model.safetensors", "tensor x: bad shape", "wrong base model?");
     QCOMPARE(QString(e.what()), QString("model.safetensors: tensor x: bad shape (hint: wrong base model?)"));

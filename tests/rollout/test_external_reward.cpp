@@ -464,6 +464,10 @@ for line in sys.stdin:
       QVERIFY2(r.kind == RewardReply::Kind::Garbage, bad);
       QVERIFY2(r.error.find("garbage output") == 0, bad);
     }
+    // A reply nested past the limit is garbage before any DOM is built (issue 18), either protocol.
+    const std::string deep = "{\"reward\": 1, \"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+    QVERIFY(parse_reward_reply(deep).kind == RewardReply::Kind::Garbage);
+    QVERIFY(!parse_reward_batch_reply("{\"rewards\": [1], \"x\": " + std::string(100000, '[') + "}", 1).ok);
   }
 };
 
