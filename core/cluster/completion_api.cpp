@@ -119,9 +119,19 @@ CompletionJob parse_completion_request(const std::string& body, const ModelLimit
 
   job.n = integer(j, "n", 1);
   if (job.n < 1 || job.n > limits.max_n) bad("n", "must be in [1, " + std::to_string(limits.max_n) + "]");
+  // prompts x n is one batch: bounded as a product (each factor is bounded, so it cannot overflow).
+  const int64_t sequences = static_cast<int64_t>(job.prompts.size()) * job.n;
+  if (sequences > limits.max_sequences)
+    bad("n", std::to_string(job.prompts.size()) + " prompts x n " + std::to_string(job.n) + " = " +
+                 std::to_string(sequences) + " sequences in one request; this worker's limit is " +
+                 std::to_string(limits.max_sequences) + " (its --max-batch)");
   auto& sp = job.params;
   sp.max_tokens = integer(j, "max_tokens", 16);
   if (sp.max_tokens < 1) bad("max_tokens", "must be at least 1");
+  // Without a known context length, a fixed cap; with one, the checked sum below (2^63-1 must not
+  // wrap past the context check, as it once did).
+  if (limits.max_model_len <= 0 && sp.max_tokens > limits.max_tokens_cap)
+    bad("max_tokens", "must be at most " + std::to_string(limits.max_tokens_cap));
   sp.temperature = number(j, "temperature", 1.0);
   if (sp.temperature < 0) bad("temperature", "must be >= 0");
   sp.top_p = number(j, "top_p", 1.0);
@@ -166,11 +176,13 @@ CompletionJob parse_completion_request(const std::string& body, const ModelLimit
 
   if (limits.max_model_len > 0)
     for (const auto& pr : job.prompts) {
-      const int64_t total = static_cast<int64_t>(pr.size()) + sp.max_tokens;
-      if (total > limits.max_model_len)
+      int64_t total = 0;
+      const bool wraps = __builtin_add_overflow(static_cast<int64_t>(pr.size()), sp.max_tokens, &total);
+      if (wraps || total > limits.max_model_len)
         throw HttpError(400,
                         "This model's maximum context length is " + std::to_string(limits.max_model_len) +
-                            " tokens. However, you requested " + std::to_string(total) + " tokens (" +
+                            " tokens. However, you requested " +
+                            (wraps ? std::string("more than 2^63") : std::to_string(total)) + " tokens (" +
                             std::to_string(pr.size()) + " in the messages, " + std::to_string(sp.max_tokens) +
                             " in the completion). Please reduce the length of the messages or completion.",
                         "BadRequestError");

@@ -36,6 +36,8 @@ struct ModelLimits {
   std::vector<int64_t> eos_token_ids;  // appended to stop_token_ids unless ignore_eos
   int64_t max_n = 256;
   int64_t max_prompts = 1024;
+  int64_t max_sequences = 256;       // prompts x n of one request (the worker's --max-batch)
+  int64_t max_tokens_cap = 1 << 20;  // max_tokens when max_model_len is unknown (0)
 };
 
 // Throws HttpError(400) naming the field for anything malformed or out of range.

@@ -217,6 +217,7 @@ WorkerServer::WorkerServer(WorkerOptions options) : impl_(std::make_unique<Impl>
   d.limits.max_model_len = d.base->config().max_position_embeddings;
   d.limits.eos_token_ids = default_stop_ids(*d.base, *d.tokenizer, o.model_dir);
   d.limits.max_n = std::max<int64_t>(1, o.max_batch_sequences);
+  d.limits.max_sequences = d.limits.max_n;
   d.fingerprint = model_fingerprint(o.model_dir);  // as discovery beacons define it
   d.downloads = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/grpo-worker-XXXXXX");
   check(d.downloads->isValid(), "grpo worker", "cannot create a temporary download directory",

@@ -10,10 +10,14 @@
 #include <QNetworkReply>
 #include <QNetworkRequest>
 #include <QProcess>
+
+#include <limits>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QUdpSocket>
 #include <QtTest>
+
+#include <limits>
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -232,6 +236,25 @@ private Q_SLOTS:
     QVERIFY2(error_message(r).find("temperature") != std::string::npos, r.body.c_str());
     QCOMPARE(client_->get("/health").status, 200);
     QCOMPARE(client_->post("/v1/completions", completion_body(model_id_, 5)).status, 200);
+  }
+
+  // Issue 18: max_tokens = 2^63-1 with ignore_eos wrapped past the context check and generated
+  // forever; prompts and n were bounded apart, so one request could ask for 1024 x 256 rows.
+  void sizesAreBoundedAsProducts() {
+    json huge = completion_body(model_id_, 9);
+    huge["max_tokens"] = std::numeric_limits<int64_t>::max();
+    huge["ignore_eos"] = true;
+    HttpResult r = client_->post("/v1/completions", huge);
+    QCOMPARE(r.status, 400);
+    QVERIFY2(error_message(r).find("maximum context length is 512") != std::string::npos &&
+                 error_message(r).find("more than 2^63") != std::string::npos, r.body.c_str());
+    json wide = completion_body(model_id_, 9);
+    wide["prompt"] = json::array({json::array({1, 2}), json::array({3, 4})});
+    wide["n"] = 256;  // each factor allowed, the product (512) is not
+    r = client_->post("/v1/completions", wide);
+    QCOMPARE(r.status, 400);
+    QVERIFY2(error_message(r).find("512 sequences") != std::string::npos, r.body.c_str());
+    QCOMPARE(client_->post("/v1/completions", completion_body(model_id_, 9)).status, 200);
   }
 
   void completionShapes() {
