@@ -58,7 +58,7 @@ const std::vector<Field>& fields() {
       {"max_completion_length", &T::max_completion_length, 1, 1 << 20, false, false, {}, true},
       {"temperature", &T::temperature, 0, 100, true, false, {}, true},
       {"top_p", &T::top_p, 0, 1, true, false, {}, true},
-      {"top_k", &T::top_k, 0, kInf, false, false, {}, true},
+      {"top_k", &T::top_k, 0, 1 << 24, false, false, {}, true},
       {"min_p", &T::min_p, 0, 1, false, true, {}, true},
       {"stop", &T::stop},
       {"chat_template_kwargs", &T::chat_template_kwargs},
@@ -145,6 +145,10 @@ double number_in_range(const std::string& source, const Field& f, const json& v,
   double x = v.get<double>();
   bool ok = std::isfinite(x) && (f.lo_open ? x > f.lo : x >= f.lo) && (f.hi_open ? x < f.hi : x <= f.hi);
   if (!ok) bad_value(source, f, v, range_text(f));
+  // An integer key holds an int64: 1e300 (a float with an integer value) must not reach the cast.
+  constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53: every integer up to it is exact
+  if (integer && std::fabs(x) > kMaxExactInteger)
+    bad_value(source, f, v, "an integer of magnitude at most 2^53, " + range_text(f));
   return x;
 }
 

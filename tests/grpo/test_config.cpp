@@ -41,6 +41,20 @@ private Q_SLOTS:
     msg = error_of([&] { c.apply(json{{"use_rslora", "yes"}}, "cfg.json"); });
     QVERIFY2(msg.contains("true or false"), qPrintable(msg));
   }
+  // Issue 18: a retune of top_k to 1e300 reached a double -> int64 cast (UB); integer keys now
+  // hold only exactly representable integers, and top_k has a range.
+  void hugeIntegersAreRefusedBeforeTheCast() {
+    TrainConfig c;
+    QString msg = error_of([&] { c.apply(json{{"top_k", 1e300}}, "retune"); });
+    QVERIFY2(msg.contains("top_k"), qPrintable(msg));
+    msg = error_of([&] { c.apply(json{{"token_budget", 1e300}}, "retune"); });
+    QVERIFY2(msg.contains("2^53"), qPrintable(msg));
+    msg = error_of([&] { c.apply(json{{"seed", 9.3e18}}, "cfg.json"); });
+    QVERIFY2(msg.contains("2^53"), qPrintable(msg));
+    c.apply(json{{"top_k", 50}, {"seed", 9007199254740992.0}}, "cfg.json");
+    QCOMPARE(c.top_k, int64_t(50));
+    QCOMPARE(c.seed, int64_t(9007199254740992));
+  }
   void rejectedChangeLeavesConfigUntouched() {
     TrainConfig c;
     const double lr = c.learning_rate;
