@@ -21,9 +21,15 @@ mkdir -p "$B/artifacts"
 status=0
 for t in "${targets[@]}"; do
   mkdir -p "$B/corpus/$t"
+  # JSON parsers get inputs large and deep enough to reach nesting limits (1 MiB, a bracket dictionary).
+  extra=(-max_len=65536)
+  case "$t" in
+    hf_config|tokenizer|run_config|http_request|beacon|reward_protocol|safetensors)
+      extra=(-max_len=1048576 -dict=tests/fuzz/json.dict) ;;
+  esac
   echo "== fuzz_$t for ${secs}s"
   if ! "$B/tests/fuzz/fuzz_$t" "$B/corpus/$t" "tests/fuzz/corpus/$t" \
-       -max_total_time="$secs" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} ${FUZZ_SEED:+-seed="$FUZZ_SEED"} -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+       -max_total_time="$secs" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} ${FUZZ_SEED:+-seed="$FUZZ_SEED"} -timeout=10 -rss_limit_mb=2048 "${extra[@]}" \
        -artifact_prefix="$B/artifacts/$t-" -print_final_stats=1 2>"$B/$t.log"; then
     echo "fuzz_$t FAILED: see $B/$t.log and $B/artifacts/" >&2
     tail -n 30 "$B/$t.log" >&2
