@@ -226,14 +226,14 @@ std::shared_ptr<LoadedAdapter> AdapterStore::fetch_and_build(const std::string& 
     }
   } cleanup{dir};
   try {
-    options_.fetch(base + "/SHA256SUMS", dir + "/SHA256SUMS");
+    options_.fetch(base + "/SHA256SUMS", dir + "/SHA256SUMS", static_cast<int64_t>(kMaxSha256SumsBytes));
   } catch (const HttpError& e) {
     if (e.status() == 404) throw HttpError(404, not_found(lora_name, url), "NotFoundError");
     throw;
   }
   // Fetch exactly the plain file names SHA256SUMS lists (build() verifies every one).
   int files = 0;
-  for (const auto& raw : split(read_file(dir + "/SHA256SUMS"), '\n')) {
+  for (const auto& raw : split(read_file(dir + "/SHA256SUMS", kMaxSha256SumsBytes), '\n')) {
     const std::string line = trim(raw);
     if (line.empty()) continue;
     const std::string name = line.size() > 66 ? line.substr(66) : std::string();
@@ -241,7 +241,7 @@ std::shared_ptr<LoadedAdapter> AdapterStore::fetch_and_build(const std::string& 
       throw HttpError(400, url + "/SHA256SUMS: malformed line \"" + line.substr(0, 80) + "\"");
     if (++files > 32) throw HttpError(400, url + "/SHA256SUMS lists more than 32 files");
     try {
-      options_.fetch(base + "/" + name, dir + "/" + name);
+      options_.fetch(base + "/" + name, dir + "/" + name, kMaxAdapterFileBytes);
     } catch (const HttpError& e) {
       if (e.status() == 404) throw HttpError(404, not_found(lora_name, url), "NotFoundError");
       throw;

@@ -36,12 +36,16 @@ struct LoadedAdapter {
   model::CausalLM model{nullptr};
 };
 
+// The largest adapter file a worker fetches from a bucket URL.
+inline constexpr int64_t kMaxAdapterFileBytes = int64_t(8) << 30;
+
 struct AdapterStoreOptions {
   std::string bucket_root;  // empty: loading adapters is refused
   int max_loras = 8;        // loaded at once; a load beyond this is refused (never a silent eviction)
   int64_t max_lora_rank = 64;
   // Downloads `url` to the file `dest`; throws HttpError (404 when the server has no such file).
-  std::function<void(const std::string& url, const std::string& dest)> fetch;
+  // GET url into dest; more than max_bytes is an error (SHA256SUMS gets kMaxSha256SumsBytes).
+  std::function<void(const std::string& url, const std::string& dest, int64_t max_bytes)> fetch;
   std::string download_root;  // where URL adapters are fetched to (empty: URLs are refused)
 };
 

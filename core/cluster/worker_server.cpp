@@ -66,11 +66,10 @@ std::vector<int64_t> default_stop_ids(const model::CausalLMImpl& m, const text::
   return ids;
 }
 
-constexpr int64_t kMaxAdapterFileBytes = int64_t(8) << 30;
-
 // GET `url` (with the cluster token) into the file `dest`, on the calling thread (a local event
 // loop). Redirects are not followed (the token must not travel elsewhere). 404 -> HttpError 404.
-void fetch_file(const std::string& url, const std::string& dest, const std::string& token, const TlsPins& pins) {
+void fetch_file(const std::string& url, const std::string& dest, const std::string& token, const TlsPins& pins,
+                int64_t max_bytes) {
   QNetworkAccessManager nam;
   nam.setRedirectPolicy(QNetworkRequest::ManualRedirectPolicy);
   QNetworkRequest req{QUrl(QString::fromStdString(url))};
@@ -84,7 +83,7 @@ void fetch_file(const std::string& url, const std::string& dest, const std::stri
   auto drain = [&] {
     const QByteArray d = reply->readAll();
     written += d.size();
-    if (written > kMaxAdapterFileBytes) {
+    if (written > max_bytes) {
       too_big = true;
       reply->abort();
     } else if (out.write(d) != d.size()) {
@@ -99,7 +98,7 @@ void fetch_file(const std::string& url, const std::string& dest, const std::stri
   if (!too_big && !write_failed) drain();
   out.close();
   const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-  if (too_big) throw HttpError(400, url + " is larger than " + std::to_string(kMaxAdapterFileBytes) + " bytes");
+  if (too_big) throw HttpError(400, url + " is larger than " + std::to_string(max_bytes) + " bytes");
   if (write_failed) throw HttpError(500, "cannot write " + dest + " (disk full?)");
   if (status == 404) throw HttpError(404, url + ": not found", "NotFoundError");
   if (reply->error() != QNetworkReply::NoError || status != 200)
@@ -227,8 +226,8 @@ WorkerServer::WorkerServer(WorkerOptions options) : impl_(std::make_unique<Impl>
   ao.max_loras = o.max_loras;
   ao.max_lora_rank = o.max_lora_rank;
   ao.download_root = d.downloads->path().toStdString();
-  ao.fetch = [token = o.token, pins = o.tls_pins](const std::string& url, const std::string& dest) {
-    fetch_file(url, dest, token, pins);
+  ao.fetch = [token = o.token, pins = o.tls_pins](const std::string& url, const std::string& dest, int64_t max_bytes) {
+    fetch_file(url, dest, token, pins, max_bytes);
   };
   d.adapters = std::make_unique<AdapterStore>(d.base, ao);
 }

@@ -1,6 +1,7 @@
 #include "core/common/files.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,9 +11,16 @@
 
 namespace grpo {
 
-std::string read_file(const std::string& path) {
+std::string read_file(const std::string& path) { return read_file(path, SIZE_MAX); }
+
+std::string read_file(const std::string& path, size_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0 && static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    throw Error(path, std::to_string(st.st_size) + " bytes exceeds the limit of " + std::to_string(max_bytes) + " for this file");
+  }
   std::string out;
   char buf[1 << 16];
   for (;;) {
@@ -24,6 +32,10 @@ std::string read_file(const std::string& path) {
       throw Error(path, std::string("read failed: ") + std::strerror(e));
     }
     if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes) {  // grew while being read
+      ::close(fd);
+      throw Error(path, "more than " + std::to_string(max_bytes) + " bytes: exceeds the limit for this file");
+    }
     out.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
@@ -56,6 +68,18 @@ void write_file_atomic(const std::string& path, std::string_view data) {
     ::unlink(tmp.c_str());
     throw Error(path, std::string("rename failed: ") + std::strerror(e));
   }
+  const size_t slash = path.rfind('/');
+  fsync_directory(slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash));
+}
+
+void fsync_directory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw Error(dir, std::string("cannot open the directory to sync it: ") + std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int e = errno;
+  ::close(fd);
+  // Some file systems (tmpfs, some network mounts) refuse fsync on a directory: nothing to make durable.
+  if (rc != 0 && e != EINVAL && e != ENOTSUP) throw Error(dir, std::string("directory fsync failed: ") + std::strerror(e));
 }
 
 bool file_exists(const std::string& path) {

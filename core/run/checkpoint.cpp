@@ -110,6 +110,7 @@ std::string save_checkpoint(RunDirectory& dir, const model::CausalLMImpl& model,
     write_file_atomic(path_join(tmp, "SHA256SUMS"), sha256sums(tmp));
     fs::remove_all(final_dir, ec);  // a re-run of the same step after a resume replaces it
     fs::rename(tmp, final_dir);
+    fsync_directory(fs::path(final_dir).parent_path().string());  // the rename survives a power cut
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(tmp, ec);
     throw Error(final_dir, std::string("checkpoint failed: ") + e.code().message());

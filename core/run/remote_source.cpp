@@ -30,7 +30,7 @@ namespace {
 std::string weights_sha256(const std::string& dir) {
   const std::string sums = path_join(dir, "SHA256SUMS");
   if (!file_exists(sums)) return "";
-  for (const auto& line : split(read_file(sums), '\n')) {
+  for (const auto& line : split(read_file(sums, kMaxSha256SumsBytes), '\n')) {
     const auto parts = split(trim(line), ' ');
     if (parts.size() >= 2 && parts.back() == "adapter_model.safetensors") return parts.front();
   }

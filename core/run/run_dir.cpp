@@ -191,7 +191,7 @@ std::vector<std::string> verify_sha256sums(const std::string& dir) {
   std::vector<std::string> bad;
   const std::string sums = path_join(dir, "SHA256SUMS");
   if (!file_exists(sums)) return {"SHA256SUMS"};
-  for (const auto& line : split(read_file(sums), '\n')) {
+  for (const auto& line : split(read_file(sums, kMaxSha256SumsBytes), '\n')) {
     if (line.empty()) continue;
     const size_t sp = line.find("  ");
     if (sp == std::string::npos) { bad.push_back(line); continue; }

@@ -68,6 +68,17 @@ private Q_SLOTS:
     QCOMPARE(grpo::read_file(p), std::string("second"));
     QVERIFY(QDir(dir.path()).entryList(QDir::Files).size() == 1);  // no temp file left behind
     QVERIFY_THROWS_EXCEPTION(grpo::Error, grpo::read_file(p + ".missing"));
+    grpo::fsync_directory(dir.path().toStdString());  // what write_file_atomic does after its rename
+  }
+  // Small files from outside (SHA256SUMS from a peer) are read with a size limit (issue 18).
+  void boundedReadNamesTheLimit() {
+    QTemporaryDir dir;
+    const std::string p = grpo::path_join(dir.path().toStdString(), "SHA256SUMS");
+    grpo::write_file_atomic(p, std::string(100, 'x'));
+    QCOMPARE(grpo::read_file(p, 100).size(), size_t(100));
+    const std::string e = grpo::testing::error_of([&] { grpo::read_file(p, 99); });
+    QVERIFY2(e.find(p + ": 100 bytes exceeds the limit of 99") == 0, e.c_str());
+    QVERIFY(grpo::kMaxSha256SumsBytes >= 4096);
   }
 };
 
