@@ -1,5 +1,6 @@
 // bench_grpo_step: builds the model, adapter and a ragged GRPO batch, writes them for the Python
 // baseline, times our trainer's steps, runs the baseline, checks both agree, reports tokens/s.
+#include "core/common/bench_stats.h"
 #include "core/grpo/grpo_step_bench.h"
 
 #include <algorithm>
@@ -25,17 +26,6 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 int64_t uniform_int(torch::Generator& gen, int64_t lo, int64_t hi) {  // [lo, hi]
   return torch::randint(lo, hi + 1, {1}, gen, torch::kInt64).item<int64_t>();

@@ -1,4 +1,5 @@
 // Parquet read benchmark: see parquet_bench.h.
+#include "core/common/bench_stats.h"
 #include "core/io/parquet_bench.h"
 
 #include <algorithm>
@@ -14,17 +15,6 @@ namespace grpo::io {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 // FNV-1a over every string value's UTF-8 bytes then 0xFF, depth first (parquet_bench.mjs agrees).
 struct StringHash {

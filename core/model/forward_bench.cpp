@@ -1,4 +1,5 @@
 // bench_forward: GEMM peak, prefill and LoRA fwd+bwd timing, FLOP accounting, MFU.
+#include "core/common/bench_stats.h"
 #include "core/model/forward_bench.h"
 
 #include <algorithm>
@@ -43,11 +44,6 @@ io::ModelConfig bench_model_config(const std::string& size) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 void sync(const torch::Tensor& t) { (void)t.sum().item<double>(); }
 

@@ -1,5 +1,6 @@
 // bench_generate: builds the model and the prompts, times Sampler::generate with and without
 // prefix sharing, reports tokens/s.
+#include "core/common/bench_stats.h"
 #include "core/rollout/generate_bench.h"
 
 #include <algorithm>
@@ -19,11 +20,6 @@ namespace grpo::rollout {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Deterministic prompts: lengths spread evenly over [lo, hi], ids uniform in [1, vocab).
 std::vector<std::vector<int64_t>> make_prompts(int64_t count, int64_t lo, int64_t hi, int64_t vocab) {

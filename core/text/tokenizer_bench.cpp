@@ -1,4 +1,5 @@
 // Tokenizer benchmark: see tokenizer_bench.h.
+#include "core/common/bench_stats.h"
 #include "core/text/tokenizer_bench.h"
 
 #include <algorithm>
@@ -17,11 +18,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Deterministic 64-bit LCG (Knuth's MMIX constants).
 struct Rng {
   uint64_t s = 0x9E3779B97F4A7C15ull;
@@ -106,12 +102,6 @@ struct IdHash {
     count += ids.size();
   }
 };
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 }  // namespace
 
