@@ -52,7 +52,7 @@ std::string RunDirectory::path(const std::string& relative) const {
 }
 
 void RunDirectory::write_config(const nlohmann::json& config) const {
-  write_file_atomic(path("config.json"), config.dump(2) + "\n");
+  write_file_atomic(path(kConfigFile), config.dump(2) + "\n");
 }
 
 std::string RunDirectory::jsonl_line(const nlohmann::json& record) {

@@ -22,7 +22,21 @@ public:
   const std::string& root() const { return root_; }
   std::string path(const std::string& relative) const;
 
+  // The names of a run's files, for messages and labels; only run_dir.cpp opens them.
+  static constexpr const char* kConfigFile = "config.json";
+  static constexpr const char* kMetricsFile = "metrics.jsonl";
+  static constexpr const char* kEventsFile = "events.jsonl";
+  static constexpr const char* kSamplesFile = "samples.jsonl";
+
   void write_config(const nlohmann::json& config) const;  // config.json, atomically
+  // One record a line, appended as append_jsonl does: a step's metrics ({"step", "time", ...}),
+  // an event ({"event", "time", ...}), a sampled completion ({"step", "prompt", ...}).
+  void append_metrics(const nlohmann::json& record) const { append_jsonl(kMetricsFile, record); }
+  void append_event(const nlohmann::json& record) const { append_jsonl(kEventsFile, record); }
+  void append_sample(const nlohmann::json& record) const { append_jsonl(kSamplesFile, record); }
+  std::string metrics_path() const { return path(kMetricsFile); }
+  std::string events_path() const { return path(kEventsFile); }
+  std::string samples_path() const { return path(kSamplesFile); }
   // Appends one JSON object as one line (a single write(2) with O_APPEND). A write the file system
   // cuts short (disk full, file-size limit) is truncated away again, so the file never holds a
   // torn line that a later append would glue onto; appends within the process are serialized.
@@ -37,6 +51,9 @@ public:
   std::string publish_adapter(int64_t version, const std::function<void(const std::string&)>& write_files,
                               int64_t keep);
   std::vector<int64_t> adapter_versions() const;  // published versions, ascending
+  // How many adapter versions a run keeps published: every version a rollout may still be
+  // sampled from (max_staleness + 1) plus the one being swapped in (facts §1.5).
+  static int64_t keep_versions(int64_t max_staleness) { return max_staleness + 2; }
   // Deletes adapters/.tmp-* and checkpoints/.tmp-* (half-written by a killed trainer; never
   // visible as versions). Only the run's single trainer calls this, at start.
   void remove_stale_temporaries() const;
