@@ -4,11 +4,11 @@
 #include <memory>
 
 #include "app/commands.h"
-#include "core/grpo/grpo_step_bench.h"
-#include "core/io/parquet_bench.h"
-#include "core/model/forward_bench.h"
-#include "core/rollout/generate_bench.h"
-#include "core/text/tokenizer_bench.h"
+#include "tools/grpo_step_bench.h"
+#include "tools/parquet_bench.h"
+#include "tools/forward_bench.h"
+#include "tools/generate_bench.h"
+#include "tools/tokenizer_bench.h"
 
 namespace grpo::cli {
 

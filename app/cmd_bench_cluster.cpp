@@ -9,7 +9,7 @@
 #include "app/commands.h"
 #include "core/common/error.h"
 #include "core/common/strings.h"
-#include "core/run/cluster_bench.h"
+#include "tools/cluster_bench.h"
 
 namespace grpo::cli {
 namespace {

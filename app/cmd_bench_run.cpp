@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "app/commands.h"
-#include "core/run/engine_bench.h"
+#include "tools/engine_bench.h"
 
 namespace grpo::cli {
 

@@ -1,5 +1,5 @@
 // `grpo export` (a run's adapter as a PEFT folder or a merged model; its metrics as CSV) and
-// `grpo runs csv|tensorboard` (metrics.jsonl in other formats).
+// `grpo runs csv|tensorboard` (a run's metrics in other formats).
 #include <CLI/CLI.hpp>
 
 #include <cctype>
@@ -13,6 +13,7 @@
 #include "core/common/files.h"
 #include "core/run/export.h"
 #include "core/run/metrics_export.h"
+#include "core/run/run_dir.h"
 
 namespace grpo::cli {
 namespace {
@@ -41,6 +42,9 @@ int64_t parse_size(const std::string& text) {
   return static_cast<int64_t>(n * mult);
 }
 
+// The run's metrics file, as help texts name it.
+constexpr const char* kMetrics = run::RunFolder::kMetricsFile;
+
 void write_text(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") std::cout << text << std::flush;
   else write_file_atomic(path, text);
@@ -60,7 +64,8 @@ void add_export_commands(CLI::App& app) {
   auto* v = exp->add_option("--version", a->version, "Published adapter version N (adapters/policy-vN); default: newest");
   auto* c = exp->add_option("--checkpoint", a->checkpoint, "Checkpoint step S (checkpoints/step-S) instead of a version");
   v->excludes(c);
-  exp->add_option("--out", a->o.out_dir, "Output directory, absent or empty (default: RUN/export/<version>[-merged])");
+  exp->add_option("--output,--out", a->o.out_dir,
+                  "Output directory, absent or empty (default: RUN/export/<version>[-merged]); --out is an alias");
   exp->add_flag("--merged", a->o.merged, "A full model with the adapter merged into the weights (HF layout)");
   exp->add_option("--dtype", a->o.dtype, "Tensor dtype of the written files")
       ->check(CLI::IsMember({"f32", "bf16", "f16"}))
@@ -69,7 +74,8 @@ void add_export_commands(CLI::App& app) {
       ->default_val("5GB");
   exp->add_option("--base-model-name", a->o.base_model_name,
                   "base_model_name_or_path to write (e.g. a Hub id; default: the run's model_name_or_path)");
-  exp->add_option("--csv", a->csv, "Only write metrics.jsonl as a CSV table to this file ('-' = stdout)");
+  exp->add_option("--csv", a->csv,
+                  std::string("Only write ") + kMetrics + " as a CSV table to this file ('-' = stdout)");
   exp->callback([a] {
     if (!a->csv.empty()) {
       write_text(a->csv, run::metrics_csv(a->o.run_dir));
@@ -87,11 +93,11 @@ void add_export_commands(CLI::App& app) {
   runs->require_subcommand(1);
   struct RunsArgs { std::string run_dir, out, logdir; };
   auto r = std::make_shared<RunsArgs>();
-  auto* csv = runs->add_subcommand("csv", "metrics.jsonl as a wide CSV table (one column per metric)");
+  auto* csv = runs->add_subcommand("csv", std::string(kMetrics) + " as a wide CSV table (one column per metric)");
   csv->add_option("RUN_DIR", r->run_dir, "Run directory")->required();
-  csv->add_option("-o,--out", r->out, "Output file (default: stdout)");
+  csv->add_option("-o,--output,--out", r->out, "Output file (default: stdout); --out is an alias");
   csv->callback([r] { write_text(r->out, run::metrics_csv(r->run_dir)); });
-  auto* tb = runs->add_subcommand("tensorboard", "Write a TensorBoard event file from metrics.jsonl");
+  auto* tb = runs->add_subcommand("tensorboard", std::string("Write a TensorBoard event file from ") + kMetrics);
   tb->add_option("RUN_DIR", r->run_dir, "Run directory")->required();
   tb->add_option("--logdir", r->logdir, "Directory for the event file (default: the run directory)");
   tb->callback([r] {

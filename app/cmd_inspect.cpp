@@ -13,8 +13,8 @@
 #include "core/hub/hf_cache.h"
 #include "core/model/inspect.h"
 #include "core/rollout/dataset_source.h"
-#include "core/text/chat_command.h"
-#include "core/text/tokenize_command.h"
+#include "tools/chat_command.h"
+#include "tools/tokenize_command.h"
 
 namespace grpo::cli {
 

@@ -11,6 +11,7 @@
 #include "core/common/error.h"
 #include "core/common/strings.h"
 #include "core/grpo/config.h"
+#include "core/grpo/config_schema.h"
 #include "core/run/sft.h"
 
 namespace grpo::cli {
@@ -29,15 +30,6 @@ void print_log(const run::SftLog& l) {
   std::cout << std::endl;
 }
 
-// "key=value" -> {"key": value}, the value parsed as JSON when it parses, else a string.
-void apply_set(nlohmann::json& j, const std::string& kv) {
-  const size_t eq = kv.find('=');
-  check(eq != std::string::npos && eq > 0, "--set " + kv, "expected KEY=VALUE", "e.g. --set lora_alpha=32");
-  const std::string value = kv.substr(eq + 1);
-  auto parsed = nlohmann::json::parse(value, nullptr, false);
-  j[kv.substr(0, eq)] = parsed.is_discarded() ? nlohmann::json(value) : parsed;
-}
-
 }  // namespace
 
 void add_sft_commands(CLI::App& app) {
@@ -45,12 +37,12 @@ void add_sft_commands(CLI::App& app) {
     std::string config, model, train_file, task, output, save_format, lr_scheduler;
     int64_t difficulty = 0, steps = 0, batch = 0, token_budget = 0, seed = -1, r = 0, logging = 0, eval_steps = -1;
     double lr = 0;
-    bool full = false, keys = false;
+    bool full = false, keys = false, help_config = false;
     std::vector<std::string> sets;
   };
   auto a = std::make_shared<SftArgs>();
   auto* sft = app.add_subcommand("sft", "Supervised fine-tuning (LoRA or full) on prompt/completion pairs or the arithmetic task");
-  sft->add_option("CONFIG", a->config, "Config file (.json, .yaml): the keys of `grpo sft --keys`");
+  sft->add_option("CONFIG", a->config, "Config file (.json, .yaml): the keys of `grpo sft --help-config`");
   sft->add_option("--model", a->model, "Model directory or Hub repo id in the HF cache (model_name_or_path)");
   sft->add_option("--train-file", a->train_file, "JSONL with {\"prompt\", \"completion\"} or chat \"messages\"");
   sft->add_option("--task", a->task, "Built-in task instead of a file")->check(CLI::IsMember({"arith"}));
@@ -67,35 +59,47 @@ void add_sft_commands(CLI::App& app) {
   sft->add_option("--seed", a->seed, "Seed");
   sft->add_option("--logging-steps", a->logging, "Print a progress line every N steps");
   sft->add_option("--eval-steps", a->eval_steps, "Arithmetic task: greedy accuracy every N steps (0: at the end)");
-  sft->add_option("--set", a->sets, "Any config key: --set KEY=VALUE (repeatable)");
-  sft->add_flag("--keys", a->keys, "List the config keys with their defaults and exit");
+  sft->add_option("--set", a->sets,
+                  "Any config key, after the config file and the options above: --set KEY=VALUE, repeatable "
+                  "(VALUE as YAML/JSON: 1e-4, true, [q_proj, v_proj])");
+  sft->add_flag("--keys", a->keys, "List the config keys with their defaults (JSON) and exit");
+  sft->add_flag("--help-config", a->help_config,
+                "List every config key by group (type, range, default, what it does) and exit");
+  sft->footer(kExitStatusHelp);
   sft->callback([a] {
     if (a->keys) {
       std::cout << run::SftConfig{}.to_json().dump(2) << std::endl;
       return;
     }
+    if (a->help_config) {
+      std::cout << grpo::format_config_help(run::sft_config_schema(),
+                                            "grpo sft config keys, in a .json/.yaml CONFIG or as --set KEY=VALUE.");
+      return;
+    }
     run::SftConfig cfg;
-    if (!a->config.empty()) cfg.apply(grpo::load_config_file(a->config), a->config);
-    nlohmann::json o = nlohmann::json::object();
-    if (!a->model.empty()) o["model_name_or_path"] = a->model;
-    if (!a->train_file.empty()) o["train_file"] = a->train_file;
-    if (!a->task.empty()) o["task"] = a->task;
-    if (a->difficulty) o["task_difficulty"] = a->difficulty;
-    if (!a->output.empty()) o["output_dir"] = a->output;
-    if (a->full) o["use_lora"] = false;
-    if (!a->save_format.empty()) o["save_format"] = a->save_format;
-    if (a->steps) o["max_steps"] = a->steps;
-    if (a->lr != 0) o["learning_rate"] = a->lr;
-    if (!a->lr_scheduler.empty()) o["lr_scheduler_type"] = a->lr_scheduler;
-    if (a->batch) o["per_device_train_batch_size"] = a->batch;
-    if (a->token_budget) o["token_budget"] = a->token_budget;
-    if (a->r) o["r"] = a->r;
-    if (a->seed >= 0) o["seed"] = a->seed;
-    if (a->logging) o["logging_steps"] = a->logging;
-    if (a->eval_steps >= 0) o["eval_steps"] = a->eval_steps;
-    for (const auto& kv : a->sets) apply_set(o, kv);
-    cfg.apply(o, "command line");
-    cfg.validate(a->config.empty() ? "command line" : a->config);
+    as_usage_errors([&] {  // a bad config file, key or value: exit 2
+      if (!a->config.empty()) cfg.apply(grpo::load_config_file(a->config), a->config);
+      nlohmann::json o = nlohmann::json::object();
+      if (!a->model.empty()) o["model_name_or_path"] = a->model;
+      if (!a->train_file.empty()) o["train_file"] = a->train_file;
+      if (!a->task.empty()) o["task"] = a->task;
+      if (a->difficulty) o["task_difficulty"] = a->difficulty;
+      if (!a->output.empty()) o["output_dir"] = a->output;
+      if (a->full) o["use_lora"] = false;
+      if (!a->save_format.empty()) o["save_format"] = a->save_format;
+      if (a->steps) o["max_steps"] = a->steps;
+      if (a->lr != 0) o["learning_rate"] = a->lr;
+      if (!a->lr_scheduler.empty()) o["lr_scheduler_type"] = a->lr_scheduler;
+      if (a->batch) o["per_device_train_batch_size"] = a->batch;
+      if (a->token_budget) o["token_budget"] = a->token_budget;
+      if (a->r) o["r"] = a->r;
+      if (a->seed >= 0) o["seed"] = a->seed;
+      if (a->logging) o["logging_steps"] = a->logging;
+      if (a->eval_steps >= 0) o["eval_steps"] = a->eval_steps;
+      cfg.apply(o, "command line");
+      if (!a->sets.empty()) cfg.apply(grpo::parse_set_options(a->sets), "--set");
+      cfg.validate(a->config.empty() ? "command line" : a->config);
+    });
 
     std::cout << "sft: " << (cfg.use_lora ? "LoRA r=" + std::to_string(cfg.r) : std::string("full fine-tuning")) << " on "
               << (cfg.task.empty() ? cfg.train_file : "task " + cfg.task) << " -> " << cfg.output_dir << std::endl;

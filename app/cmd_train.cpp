@@ -1,5 +1,7 @@
 // `grpo train`: GRPO with LoRA from a config file (TRL key names) or on the embedded demo.
-// A progress bar on a terminal, plain lines otherwise; SIGINT/SIGTERM stop gracefully.
+// A progress bar on a terminal, plain lines otherwise; SIGINT/SIGTERM stop gracefully, and the
+// exit status then says which (130 / 143). `--set KEY=VALUE` and `--help-config` read the key table
+// (core/grpo/config_schema.h); a bad config value is a usage error (exit 2).
 #include <CLI/CLI.hpp>
 
 #include <atomic>
@@ -18,6 +20,7 @@
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/grpo/config.h"
+#include "core/grpo/config_schema.h"
 #include "core/cluster/cluster_token.h"
 #include "core/cluster/tls.h"
 #include "core/run/engine.h"
@@ -36,8 +39,12 @@ std::string resources_dir() {
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<int> g_signal{0};  // the signal that asked for the stop
 std::atomic<bool> g_pause_toggle{false};
-void on_signal(int) { g_stop = true; }
+void on_signal(int sig) {
+  g_signal = sig;
+  g_stop = true;
+}
 void on_usr1(int) { g_pause_toggle = true; }
 
 std::string default_run_dir() {
@@ -89,10 +96,12 @@ void add_train_commands(CLI::App& app) {
     std::string token_file;
     bool discover = false, no_local = false;
     std::string serve, tls_cert, tls_key, tls_pin;
+    std::vector<std::string> sets;
+    bool help_config = false, print_config = false;
   };
   auto a = std::make_shared<TrainArgs>();
   auto* train = app.add_subcommand("train", "Train a LoRA adapter with asynchronous GRPO (TRL config keys)");
-  train->add_option("CONFIG", a->config, "Run config (.json, .yaml, .yml)");
+  train->add_option("CONFIG", a->config, "Run config (.json, .yaml, .yml): the keys of `grpo train --help-config`");
   train->add_flag("--demo", a->demo, "Train the embedded demo (tiny-arith model, arithmetic task)");
   train->add_option("--steps", a->steps, "Override max_steps");
   train->add_option("--output", a->output, "Run directory (default: runs/run-<date>-<time>)");
@@ -108,44 +117,65 @@ void add_train_commands(CLI::App& app) {
   train->add_option("--tls-pin", a->tls_pin,
                     "Trust https:// workers whose certificate has this SHA-256 fingerprint: cluster_tls_fingerprint");
   train->add_flag("--sync", a->sync, "Synchronous loop (generate, score, train, repeat) instead of the async engine");
-  train->footer("Signals: SIGINT/SIGTERM stop gracefully (final checkpoint and adapter); SIGUSR1 pauses/resumes.");
+  train->add_option("--set", a->sets,
+                    "Set any config key, after the config file and the options above: --set KEY=VALUE, repeatable "
+                    "(VALUE as YAML/JSON: 1e-5, true, [q_proj, v_proj])");
+  train->add_flag("--help-config", a->help_config,
+                  "List every config key by group (type, range, default, retunable, what it does) and exit");
+  train->add_flag("--print-config", a->print_config, "Print the resolved config as JSON and exit without training");
+  train->footer(std::string("Signals: SIGINT/SIGTERM stop gracefully (final checkpoint and adapter), then exit 130/143; "
+                            "SIGUSR1 pauses/resumes.\n") + kExitStatusHelp);
   train->callback([a] {
-    const int sources = (a->demo ? 1 : 0) + (a->config.empty() ? 0 : 1) + (a->resume.empty() ? 0 : 1);
-    check(sources == 1, "grpo train", "give exactly one of CONFIG, --demo or --resume RUN_DIR",
-          "e.g. grpo train --demo, grpo train run.yaml, grpo train --resume runs/run-1");
+    if (a->help_config) {
+      std::cout << grpo::format_config_help(
+          grpo::train_config_schema(),
+          "grpo train config keys (TRL names), in a .json/.yaml CONFIG or as --set KEY=VALUE. [retunable]: a live run "
+          "may change it (the app's Retune, POST /grpo/run/retune).");
+      return;
+    }
     grpo::TrainConfig cfg;
     std::string source = a->config;
-    nlohmann::json j;
-    if (a->demo) {
-      source = path_join(resources_dir(), "presets/demo.yaml");
-      j = grpo::load_config_file(source);
-      j["model_name_or_path"] = path_join(resources_dir(), j.value("model_name_or_path", std::string()));
-    } else if (!a->resume.empty()) {
-      source = path_join(a->resume, "config.json");
-      j = grpo::load_config_file(source);
-      j["output_dir"] = a->resume;
-    } else {
-      j = grpo::load_config_file(source);
-    }
-    cfg.apply(j, source);
-    if (a->steps > 0) cfg.apply({{"max_steps", a->steps}}, "--steps");
-    if (!a->workers.empty()) cfg.apply({{"worker_urls", a->workers}}, "--worker");
-    if (a->discover) cfg.apply({{"discovery", true}}, "--discover");
-    if (!a->token_file.empty()) cfg.apply({{"cluster_token_file", a->token_file}}, "--cluster-token-file");
-    if (a->no_local) cfg.apply({{"local_generators", 0}}, "--no-local-rollouts");
-    if (!a->tls_pin.empty()) cfg.apply({{"cluster_tls_fingerprint", a->tls_pin}}, "--tls-pin");
-    check(a->tls_cert.empty() == a->tls_key.empty(), "--tls-cert/--tls-key", "give both or neither");
-    check(a->tls_cert.empty() || !a->serve.empty(), "--tls-cert", "TLS is for the --serve endpoint", "add --serve HOST:PORT");
-    check(!a->sync || a->serve.empty(), "--serve", "the endpoint serves the async engine", "drop --sync");
-    check(!a->sync || (cfg.worker_urls.empty() && !cfg.discovery), "--sync",
-          "the synchronous loop generates in-process only", "drop --sync to use workers");
-    if (!a->output.empty()) cfg.output_dir = a->output;
-    if (cfg.output_dir.empty()) cfg.output_dir = default_run_dir();
-    cfg.validate(source);
     run::RunEndpointOptions ro;  // checked before anything is created
-    if (!a->serve.empty()) std::tie(ro.host, ro.port) = run::parse_host_port(a->serve, "--serve");
-    ro.tls_cert_file = a->tls_cert;
-    ro.tls_key_file = a->tls_key;
+    as_usage_errors([&] {  // a bad config file, key, value or option: exit 2
+      const int sources = (a->demo ? 1 : 0) + (a->config.empty() ? 0 : 1) + (a->resume.empty() ? 0 : 1);
+      check(sources == 1, "grpo train", "give exactly one of CONFIG, --demo or --resume RUN_DIR",
+            "e.g. grpo train --demo, grpo train run.yaml, grpo train --resume runs/run-1");
+      nlohmann::json j;
+      if (a->demo) {
+        source = path_join(resources_dir(), "presets/demo.yaml");
+        j = grpo::load_config_file(source);
+        j["model_name_or_path"] = path_join(resources_dir(), j.value("model_name_or_path", std::string()));
+      } else if (!a->resume.empty()) {
+        source = path_join(a->resume, "config.json");
+        j = grpo::load_config_file(source);
+        j["output_dir"] = a->resume;
+      } else {
+        j = grpo::load_config_file(source);
+      }
+      cfg.apply(j, source);
+      if (a->steps > 0) cfg.apply({{"max_steps", a->steps}}, "--steps");
+      if (!a->workers.empty()) cfg.apply({{"worker_urls", a->workers}}, "--worker");
+      if (a->discover) cfg.apply({{"discovery", true}}, "--discover");
+      if (!a->token_file.empty()) cfg.apply({{"cluster_token_file", a->token_file}}, "--cluster-token-file");
+      if (a->no_local) cfg.apply({{"local_generators", 0}}, "--no-local-rollouts");
+      if (!a->tls_pin.empty()) cfg.apply({{"cluster_tls_fingerprint", a->tls_pin}}, "--tls-pin");
+      if (!a->sets.empty()) cfg.apply(grpo::parse_set_options(a->sets), "--set");
+      check(a->tls_cert.empty() == a->tls_key.empty(), "--tls-cert/--tls-key", "give both or neither");
+      check(a->tls_cert.empty() || !a->serve.empty(), "--tls-cert", "TLS is for the --serve endpoint", "add --serve HOST:PORT");
+      check(!a->sync || a->serve.empty(), "--serve", "the endpoint serves the async engine", "drop --sync");
+      check(!a->sync || (cfg.worker_urls.empty() && !cfg.discovery), "--sync",
+            "the synchronous loop generates in-process only", "drop --sync to use workers");
+      if (!a->output.empty()) cfg.output_dir = a->output;
+      if (cfg.output_dir.empty()) cfg.output_dir = default_run_dir();
+      cfg.validate(source);
+      if (!a->serve.empty()) std::tie(ro.host, ro.port) = run::parse_host_port(a->serve, "--serve");
+      ro.tls_cert_file = a->tls_cert;
+      ro.tls_key_file = a->tls_key;
+    });
+    if (a->print_config) {
+      std::cout << cfg.to_json().dump(2) << std::endl;
+      return;
+    }
 
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
@@ -153,10 +183,14 @@ void add_train_commands(CLI::App& app) {
     const bool tty = ::isatty(STDOUT_FILENO);
     std::cout << "run directory: " << cfg.output_dir << std::endl;
     std::string adapter;
+    int64_t steps_done = 0;
     if (a->sync) {
       check(a->resume.empty(), "--resume", "resuming needs the async engine", "drop --sync");
       run::SyncTrainer trainer(cfg, cfg.output_dir);
-      adapter = trainer.run([tty](const run::StepReport& r) { print_progress(r, tty); }, &g_stop);
+      adapter = trainer.run([tty, &steps_done](const run::StepReport& r) {
+        steps_done = r.step;
+        print_progress(r, tty);
+      }, &g_stop);
     } else {
       // Remote workers talk through Qt's network event loops, which want an application object.
       std::unique_ptr<QCoreApplication> qt;
@@ -205,9 +239,12 @@ void add_train_commands(CLI::App& app) {
       }
       done = true;
       watcher.join();
-      if (engine.step() < cfg.max_steps) g_stop = true;
+      steps_done = engine.step();
+      if (steps_done < cfg.max_steps) g_stop = true;
     }
     std::cout << (g_stop ? "stopped; " : "done; ") << "final adapter: " << adapter << std::endl;
+    // Stopped by a signal before the last step: say which, so a scheduler can tell (130 / 143).
+    if (g_signal != 0 && steps_done < cfg.max_steps) throw ExitStatus{exit_status_for_signal(g_signal)};
   });
 
   auto status_dir = std::make_shared<std::string>();

@@ -5,9 +5,42 @@
 #include <string>
 #include <vector>
 
+#include "core/common/error.h"
+
 namespace CLI { class App; class Validator; }
 
 namespace grpo::cli {
+
+// Exit statuses of every command (the footer of `grpo --help` says the same).
+inline constexpr int kExitOk = 0;        // finished
+inline constexpr int kExitError = 1;     // any other error (a missing file, a failed run, ...)
+inline constexpr int kExitUsage = 2;     // bad options, or a bad config file / --set value
+inline constexpr int kExitSigint = 130;  // stopped gracefully by SIGINT (128 + 2)
+inline constexpr int kExitSigterm = 143; // stopped gracefully by SIGTERM (128 + 15)
+extern const char* const kExitStatusHelp;  // that list, worded for --help
+
+// A usage error: main() prints it like any grpo::Error and exits kExitUsage.
+struct UsageError : ::grpo::Error {
+  explicit UsageError(const ::grpo::Error& e) : ::grpo::Error(e) {}
+};
+// Thrown by a command that ended as asked but not by finishing (a graceful stop on a signal):
+// main() exits with `code`.
+struct ExitStatus {
+  int code;
+};
+// Runs `f`; a grpo::Error it throws is a usage error (reading and checking config and options).
+template <class F>
+void as_usage_errors(F&& f) {
+  try {
+    f();
+  } catch (const UsageError&) {
+    throw;
+  } catch (const ::grpo::Error& e) {
+    throw UsageError(e);
+  }
+}
+// The exit status of a run stopped by signal `sig` (SIGINT or SIGTERM).
+int exit_status_for_signal(int sig);
 
 void add_inspect_commands(CLI::App& app);
 void add_bench_commands(CLI::App& app);

@@ -1,6 +1,6 @@
 // grpo: the headless CLI. main() builds the command tree and reports errors; each subcommand's
 // options live in cmd_*.cpp and call into core/. Every library error is a grpo::Error, caught
-// once here and printed with its context and hint.
+// once here and printed with its context and hint. Exit statuses: see kExitStatusHelp.
 #include <CLI/CLI.hpp>
 
 #include <csignal>
@@ -9,6 +9,17 @@
 #include "app/commands.h"
 #include "core/common/error.h"
 
+namespace grpo::cli {
+
+const char* const kExitStatusHelp =
+    "Exit status: 0 finished; 1 error; 2 usage error (a bad option, or a bad config file, key or value: "
+    "CONFIG, --set); 130 / 143 stopped gracefully by SIGINT / SIGTERM before finishing (grpo train). "
+    "grpo worker, a server, exits 0 when a signal stops it.";
+
+int exit_status_for_signal(int sig) { return sig == SIGINT ? kExitSigint : sig == SIGTERM ? kExitSigterm : kExitError; }
+
+}  // namespace grpo::cli
+
 int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) must fail the write with EFBIG, which the engine treats as a
   // full bucket (pause, retry), instead of killing the process.
@@ -16,6 +27,7 @@ int main(int argc, char** argv) {
   CLI::App app{"GRPO Studio: asynchronous GRPO fine-tuning of LoRA adapters for Hugging Face models"};
   app.set_version_flag("--version", std::string("grpo ") + GRPO_VERSION);
   app.require_subcommand(1);
+  app.footer(grpo::cli::kExitStatusHelp);
   grpo::cli::add_inspect_commands(app);
   grpo::cli::add_bench_commands(app);
 #ifdef GRPO_WITH_RUN
@@ -36,7 +48,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);  // prints the help, the version, or the error
+    return code == 0 ? grpo::cli::kExitOk : grpo::cli::kExitUsage;
+  } catch (const grpo::cli::ExitStatus& s) {
+    return s.code;
+  } catch (const grpo::cli::UsageError& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return grpo::cli::kExitUsage;
   } catch (const grpo::Error& e) {
     std::cerr << "error: " << e.what() << std::endl;
     return 1;

@@ -13,13 +13,10 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QPointer>
-#include <QRegularExpression>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
-#ifdef GRPO_UI_WITH_EXPORT
-#include "core/run/export.h"
-#endif
+#include "core/api/run_folder.h"
 
 namespace grpo::ui {
 namespace {
@@ -35,11 +32,7 @@ qint64 dir_bytes(const QString& dir) {
 }  // namespace
 
 bool AdaptersPage::exportAvailable() {
-#ifdef GRPO_UI_WITH_EXPORT
   return true;
-#else
-  return false;
-#endif
 }
 
 AdaptersPage::AdaptersPage(QWidget* parent) : QWidget(parent) {
@@ -110,25 +103,14 @@ void AdaptersPage::refresh() {
     p->setToolTip(tr("%1 KiB").arg(dir_bytes(fi.absoluteFilePath()) / 1024));
     table_->setItem(r, Path, p);
   };
-  const QRegularExpression ver("^policy-v(\\d+)$"), ckpt("^step-(\\d+)$");
-  QDir adapters(QDir(runDir_).filePath("adapters"));
-  QFileInfoList vs = adapters.entryInfoList(QDir::Dirs | QDir::NoDotAndDotDot);
-  std::sort(vs.begin(), vs.end(), [&](const QFileInfo& a, const QFileInfo& b) {
-    return ver.match(a.fileName()).captured(1).toLongLong() > ver.match(b.fileName()).captured(1).toLongLong();
-  });
-  for (const auto& fi : vs) {
-    auto m = ver.match(fi.fileName());
-    if (m.hasMatch()) add(tr("version"), fi, m.captured(1).toLongLong());
-  }
-  QDir checkpoints(QDir(runDir_).filePath("checkpoints"));
-  QFileInfoList cs = checkpoints.entryInfoList(QDir::Dirs | QDir::NoDotAndDotDot);
-  std::sort(cs.begin(), cs.end(), [&](const QFileInfo& a, const QFileInfo& b) {
-    return ckpt.match(a.fileName()).captured(1).toLongLong() > ckpt.match(b.fileName()).captured(1).toLongLong();
-  });
-  for (const auto& fi : cs) {
-    auto m = ckpt.match(fi.fileName());
-    if (m.hasMatch()) add(tr("checkpoint"), fi, m.captured(1).toLongLong());
-  }
+  // Newest first; names and numbers come from run::RunFolder, the one owner of the layout.
+  const run::RunFolder run(runDir_.toStdString());
+  auto versions = run.adapter_versions();
+  for (auto it = versions.rbegin(); it != versions.rend(); ++it)
+    add(tr("version"), QFileInfo(QString::fromStdString(run.adapter_dir(*it))), *it);
+  auto steps = run.checkpoint_steps();
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it)
+    add(tr("checkpoint"), QFileInfo(QString::fromStdString(run.checkpoint_dir(*it))), *it);
   if (table_->rowCount() > 0) table_->selectRow(0);
 }
 
@@ -138,7 +120,9 @@ void AdaptersPage::exportSelected() {
     status_->setText(tr("Select a version or checkpoint first."));
     return;
   }
-  const QString suggestion = QDir(runDir_).filePath("export/" + table_->item(row, Name)->text());
+  const QString suggestion =
+      QDir(QString::fromStdString(run::RunFolder(runDir_.toStdString()).path(run::RunFolder::kExportDir)))
+          .filePath(table_->item(row, Name)->text());
   const QString out = QFileDialog::getSaveFileName(this, tr("Export to folder"), suggestion, QString(), nullptr,
                                                    QFileDialog::ShowDirsOnly);
   if (out.isEmpty()) return;
@@ -154,7 +138,6 @@ bool AdaptersPage::startExport(int row, const QString& outDir, bool merged, cons
   if (!exportAvailable()) return refuse(tr("export is not built into this version"));
   if (exporting_) return refuse(tr("an export is already running"));
   if (row < 0 || row >= table_->rowCount()) return refuse(tr("no such row"));
-#ifdef GRPO_UI_WITH_EXPORT
   run::ExportOptions o;
   o.run_dir = runDir_.toStdString();
   const qint64 number = table_->item(row, Kind)->data(Qt::UserRole).toLongLong();
@@ -185,10 +168,6 @@ bool AdaptersPage::startExport(int row, const QString& outDir, bool merged, cons
     }, Qt::QueuedConnection);
   }).detach();
   return true;
-#else
-  (void)outDir; (void)merged; (void)dtype;
-  return refuse(tr("export is not built into this version"));
-#endif
 }
 
 }  // namespace grpo::ui

@@ -1,5 +1,5 @@
 // Adapters page: a run's published adapter versions (adapters/policy-v<N>), checkpoints
-// (checkpoints/step-<S>) and final adapter, and their export as a PEFT adapter folder or a
+// (checkpoints/step-<S>), both listed by run::RunFolder, and final adapter, and their export as a PEFT adapter folder or a
 // merged model (core/run/export.h). Export runs on a worker thread; the result comes back as a
 // signal.
 #pragma once

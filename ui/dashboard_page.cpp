@@ -11,6 +11,7 @@
 #include <QStyle>
 #include <QVBoxLayout>
 
+#include "core/api/run_folder.h"
 #include "ui/run_history.h"
 
 namespace grpo::ui {
@@ -97,7 +98,7 @@ DashboardPage::DashboardPage(QWidget* parent) : QWidget(parent) {
   scroll->setFrameShape(QFrame::NoFrame);
   events_ = new QListWidget;
   events_->setObjectName("eventsList");
-  events_->setToolTip(tr("The run's events (events.jsonl); faults carry advice on what to do"));
+  events_->setToolTip(tr("The run's events (%1); faults carry advice on what to do").arg(run::RunFolder::kEventsFile));
   events_->setUniformItemSizes(true);
   auto* split = new QSplitter(Qt::Vertical);
   split->addWidget(scroll);

@@ -11,7 +11,7 @@
 #include <QVector>
 #include <QWidget>
 
-#include "core/run/engine_session.h"
+#include "core/api/session.h"
 #include "ui/metric_chart.h"
 #include "ui/metric_store.h"
 

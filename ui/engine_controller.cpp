@@ -2,7 +2,7 @@
 
 #include <QTimer>
 
-#include "core/common/error.h"
+#include "core/api/util.h"
 
 namespace grpo::ui {
 

@@ -15,8 +15,8 @@
 #include <QString>
 #include <QVector>
 
-#include "core/grpo/config.h"
-#include "core/run/engine_session.h"
+#include "core/api/config.h"
+#include "core/api/session.h"
 
 namespace grpo::ui {
 

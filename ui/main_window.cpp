@@ -36,11 +36,8 @@
 #include "ui/setup_page.h"
 #include "ui/workers_page.h"
 
-#ifdef GRPO_UI_WITH_CLUSTER
-#include "core/cluster/cluster_token.h"
-#include "core/common/strings.h"
-#include "core/hub/hub_download.h"
-#endif
+#include "core/api/cluster.h"
+#include "core/api/util.h"
 
 namespace grpo::ui {
 
@@ -341,17 +338,11 @@ bool MainWindow::attachRun(const QString& url, const QString& tokenFile, QString
   };
   if (controller_->active()) return refuse(tr("a local run is active: stop it first"));
   QByteArray token;
-#ifdef GRPO_UI_WITH_CLUSTER
   try {
     token = QByteArray::fromStdString(cluster::read_token_file(tokenFile.toStdString()));
   } catch (const std::exception& e) {
     return refuse(QString::fromStdString(e.what()));
   }
-#else
-  QFile f(tokenFile);
-  if (!f.open(QIODevice::ReadOnly)) return refuse(tr("%1: %2").arg(tokenFile, f.errorString()));
-  token = f.readAll().trimmed();
-#endif
   QString err;
   dashboard_->clear();
   if (!remote_->attach(QUrl(url.trimmed()), token, &err)) return refuse(err);
@@ -385,9 +376,7 @@ void MainWindow::openAttachDialog() {
   auto* url = new QLineEdit(settings.value("attach/url", "http://127.0.0.1:8470").toString());
   url->setObjectName("attachUrl");
   QString token_default;
-#ifdef GRPO_UI_WITH_CLUSTER
   token_default = QString::fromStdString(cluster::default_token_path());
-#endif
   auto* token = new QLineEdit(settings.value("attach/tokenFile", token_default).toString());
   token->setObjectName("attachTokenFile");
   auto* err = new QLabel;

@@ -6,10 +6,8 @@
 #include <QTimer>
 #include <QUrlQuery>
 
-#ifdef GRPO_UI_WITH_CLUSTER
-#include "core/common/json_limits.h"
-#include "core/cluster/tls.h"
-#endif
+#include "core/api/util.h"
+#include "core/api/cluster.h"
 
 namespace grpo::ui {
 namespace {
@@ -39,10 +37,8 @@ QString reply_error(QNetworkReply* r, const QByteArray& body) {
       j["error"]["message"].is_string())
     return QString::fromStdString(j["error"]["message"].get<std::string>());
   const int status = r->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-#ifdef GRPO_UI_WITH_CLUSTER
   const std::string tls = cluster::tls_refusal(r);  // the certificate and what it should have been
   if (status == 0 && !tls.empty()) return QString::fromStdString(tls);
-#endif
   return status > 0 ? QString("HTTP %1: %2").arg(status).arg(r->errorString()) : r->errorString();
 }
 
@@ -70,15 +66,11 @@ bool RemoteRunClient::attach(const QUrl& base, const QByteArray& token, QString*
   if (base.hasFragment()) {
     const QString f = base.fragment();
     if (!f.startsWith("sha256=")) return refuse(tr("%1: the only URL fragment understood is #sha256=FINGERPRINT").arg(base.toString()));
-#ifdef GRPO_UI_WITH_CLUSTER
     try {
       pins = cluster::parse_tls_pins(f.mid(7).toStdString(), "#sha256=");
     } catch (const std::exception& e) {
       return refuse(QString::fromStdString(e.what()));
     }
-#else
-    return refuse(tr("certificate pinning needs the cluster library"));
-#endif
   }
   detach();
   base_ = base;
@@ -121,11 +113,7 @@ QNetworkReply* RemoteRunClient::send(const QByteArray& method, const QString& pa
   req.setRawHeader("Authorization", "Bearer " + token_);
   req.setTransferTimeout(kRequestTimeoutMs);
   if (!body.isEmpty()) req.setHeader(QNetworkRequest::ContentTypeHeader, "application/json");
-#ifdef GRPO_UI_WITH_CLUSTER
   return cluster::send_request(*nam_, req, method, body, pins_);
-#else
-  return nam_->sendCustomRequest(req, method, body);
-#endif
 }
 
 void RemoteRunClient::poll() {
@@ -215,7 +203,7 @@ void RemoteRunClient::onMetrics(QNetworkReply* r) {
   for (const auto& rec : j) {
     run::StepReport rep;
     if (report_from_record(rec, maxSteps_, &rep) && rep.step > step_) {
-      // metrics.jsonl's "time" is wall-clock: the elapsed time counts from the first record.
+      // A metrics record's "time" is wall-clock: the elapsed time counts from the first record.
       if (t0_ < 0) t0_ = rep.elapsed_s;
       rep.elapsed_s -= t0_;
       step_ = rep.step;

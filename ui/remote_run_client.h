@@ -2,9 +2,9 @@
 // HTTP endpoint (core/run/run_endpoint.h documents the routes; this file speaks HTTP only, no
 // engine headers). Polls GET /grpo/run, GET /grpo/metrics?since=<last step> and GET
 // /grpo/events?since=<events seen> about once a second on the GUI thread's event loop
-// (asynchronous QNetworkAccessManager, never blocking), turns metrics.jsonl records into
-// StepReports and events.jsonl lines into EngineEvents like a local run's, and sends pause, resume, stop
-// and retune as POSTs with the cluster token. Failures are reported through errorChanged (shown
+// (asynchronous QNetworkAccessManager, never blocking), turns the run's metrics records into
+// StepReports and its events lines into EngineEvents like a local run's, and sends pause, resume,
+// stop and retune as POSTs with the cluster token. Failures are reported through errorChanged (shown
 // in place); after kMaxFailures consecutive failed polls it stops polling.
 #pragma once
 
@@ -19,8 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/run/engine_session.h"
-#include "core/run/engine_types.h"
+#include "core/api/session.h"
 
 class QNetworkAccessManager;
 class QNetworkReply;
@@ -62,7 +61,7 @@ public:
   void stop();
   void retune(const nlohmann::json& changes);  // result through retuneDone
 
-  // One metrics.jsonl record -> a StepReport (numeric fields except step/time/policy_version).
+  // One metrics record -> a StepReport (numeric fields except step/time/policy_version).
   static bool report_from_record(const nlohmann::json& rec, int64_t maxSteps, run::StepReport* out);
 
 Q_SIGNALS:
@@ -95,7 +94,7 @@ private:
   run::EngineState state_ = run::EngineState::Idle;
   bool pausePending_ = false;
   int64_t step_ = 0, maxSteps_ = 0;
-  int64_t eventsSeen_ = 0;  // events.jsonl lines received (the next ?since=)
+  int64_t eventsSeen_ = 0;  // event lines received (the next ?since=)
   QString runDir_, error_;
   int failures_ = 0;
   double t0_ = -1;  // wall time of the first record seen: elapsed_s counts from it

@@ -7,7 +7,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
-#include "core/grpo/config.h"
+#include "core/api/config.h"
 #include "ui/setup_page.h"
 
 namespace grpo::ui {
@@ -26,17 +26,18 @@ RetuneDialog::RetuneDialog(const nlohmann::json& current, std::function<QString(
     : QDialog(parent), submit_(std::move(submit)) {
   setWindowTitle(tr("Retune the live run"));
   auto* lay = new QVBoxLayout(this);
-  auto* note = new QLabel(tr("Changes apply at the next step boundary and are recorded in events.jsonl; "
+  auto* note = new QLabel(tr("Changes apply at the next step boundary and are recorded in the run's events; "
                              "the charts mark them."));
   note->setWordWrap(true);
   lay->addWidget(note);
   auto* form = new QFormLayout;
-  for (const auto& key : ::grpo::grpo::config_keys()) {
-    if (!::grpo::grpo::is_retunable(key)) continue;
+  for (const auto& k : ::grpo::grpo::train_config_schema()) {  // the key table's retunable rows
+    if (!k.retunable) continue;
+    const std::string& key = k.name;
     auto* edit = new QLineEdit(current.contains(key) ? text_of(current[key]) : QString());
     edit->setObjectName(QString::fromStdString("retune:" + key));
     edit->setToolTip(SetupPage::describeKey(key));
-    const std::string range = ::grpo::grpo::config_key_range(key);
+    const std::string range = k.range_text();
     auto* label = new QLabel(QString::fromStdString(key));
     label->setToolTip(edit->toolTip());
     if (!range.empty()) edit->setPlaceholderText(QString::fromStdString(range));

@@ -1,5 +1,5 @@
-// Retune dialog: the settings a live run may change (config table: retunable keys), each with
-// its current value and allowed range. Apply sends only the edited keys; the engine validates
+// Retune dialog: the settings a live run may change (the key table's retunable rows,
+// core/grpo/config_schema.h), each with its current value, its range and its doc as tooltip. Apply sends only the edited keys; the engine validates
 // them at once and applies them at the next step boundary. A refusal is shown in the dialog,
 // beside the key it names.
 #pragma once

@@ -2,10 +2,8 @@
 
 #include <cmath>
 
-#include "core/common/error.h"
-#include "core/common/files.h"
-#include "core/common/strings.h"
-#include "core/run/run_status.h"
+#include "core/api/util.h"
+#include "core/api/run_folder.h"
 
 namespace grpo::ui {
 namespace {
@@ -72,35 +70,22 @@ bool add_event_marker(MetricStore& store, const nlohmann::json& e) {
 }
 
 RunHistory load_run_history(const std::string& run_dir, MetricStore& store) {
-  const std::string cfg_path = path_join(run_dir, "config.json");
-  check(file_exists(cfg_path), cfg_path, "missing: this is not a run directory",
-        "pick the directory `grpo train` or the studio printed (it holds config.json and metrics.jsonl)");
+  const run::RunFolder run = run::RunFolder::open_existing(run_dir);  // reads only: creates nothing
   RunHistory h;
-  h.config = nlohmann::json::parse(read_file(cfg_path), nullptr, false);
-  check(!h.config.is_discarded() && h.config.is_object(), cfg_path, "not a JSON object");
+  h.config = run.read_config();
   store.clear();
-  const std::string metrics_path = path_join(run_dir, "metrics.jsonl");
-  if (file_exists(metrics_path)) {
-    for (const auto& line : split(read_file(metrics_path), '\n')) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.is_object() || !j.contains("step")) continue;
-      run::StepReport r;
-      r.step = j.value("step", int64_t{0});
-      r.policy_version = j.value("policy_version", int64_t{0});
-      for (const auto& [k, v] : j.items())
-        if (v.is_number() && k != "step" && k != "time" && k != "policy_version") r.metrics[k] = v.get<double>();
-      h.last_verdict = j.value("verdict", h.last_verdict);
-      h.steps = r.step;
-      add_step(store, r);
-    }
+  for (const auto& j : run.read_metrics()) {
+    if (!j.contains("step")) continue;
+    run::StepReport r;
+    r.step = j.value("step", int64_t{0});
+    r.policy_version = j.value("policy_version", int64_t{0});
+    for (const auto& [k, v] : j.items())
+      if (v.is_number() && k != "step" && k != "time" && k != "policy_version") r.metrics[k] = v.get<double>();
+    h.last_verdict = j.value("verdict", h.last_verdict);
+    h.steps = r.step;
+    add_step(store, r);
   }
-  const std::string events_path = path_join(run_dir, "events.jsonl");
-  if (file_exists(events_path)) {
-    for (const auto& line : split(read_file(events_path), '\n')) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded() && j.is_object()) add_event_marker(store, j);
-    }
-  }
+  for (const auto& j : run.read_events()) add_event_marker(store, j);
   try {
     h.state = run::read_run_status(run_dir).value("state", "");
   } catch (const std::exception&) {

@@ -1,5 +1,5 @@
-// Reading a run directory into the dashboard's store: metrics.jsonl (one object per step) and
-// events.jsonl (control events become chart markers). Also the conversions the live path
+// Reading a run directory (through run::RunFolder) into the dashboard's store: its metrics (one
+// object per step) and its events (control events become chart markers). Also the conversions the live path
 // shares: a StepReport or an event into store points and markers, and derived metrics
 // (trained tok/s) computed the same way for live and past runs.
 #pragma once
@@ -8,8 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/run/engine_session.h"
-#include "core/run/engine_types.h"
+#include "core/api/session.h"
 #include "ui/metric_store.h"
 
 namespace grpo::ui {
@@ -31,8 +30,8 @@ struct RunHistory {
   int64_t steps = 0;          // the last step recorded
   std::string last_verdict, state;
 };
-// Loads `run_dir` into `store` (cleared first). Throws grpo::Error naming the file when the
-// directory is not a run (no config.json); a torn last line is skipped.
+// Loads `run_dir` into `store` (cleared first), creating nothing. Throws grpo::Error naming the
+// path when the directory is missing or not a run (no config); a torn last line is skipped.
 RunHistory load_run_history(const std::string& run_dir, MetricStore& store);
 
 }  // namespace grpo::ui

@@ -1,5 +1,5 @@
 // Runs page: past run directories (recent ones remembered in QSettings). Opening one shows its
-// charts on the dashboard (metrics.jsonl, events.jsonl); checked runs are overlaid on the
+// charts on the dashboard (its metrics and events); checked runs are overlaid on the
 // dashboard's charts to compare with the current one.
 #pragma once
 

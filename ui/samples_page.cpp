@@ -11,8 +11,7 @@
 #include <QVBoxLayout>
 #include <nlohmann/json.hpp>
 
-#include "core/common/files.h"
-#include "core/common/strings.h"
+#include "core/api/run_folder.h"
 
 namespace grpo::ui {
 
@@ -128,12 +127,10 @@ void SamplesPage::addReports(const QVector<::grpo::run::StepReport>& reports) {
 
 void SamplesPage::loadRun(const QString& runDir) {
   model_->clear();
-  const std::string path = path_join(runDir.toStdString(), "samples.jsonl");
-  if (!file_exists(path)) return;
+  if (runDir.isEmpty()) return;
   std::vector<run::SampleRecord> rows;
-  for (const auto& line : split(read_file(path), '\n')) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) continue;
+  // Only the newest rows the table keeps are read, from the end of the run's samples file.
+  for (const auto& j : run::RunFolder(runDir.toStdString()).read_samples(model_->maxRows())) {
     run::SampleRecord s;
     s.step = j.value("step", int64_t{0});
     s.policy_version = j.value("policy_version", int64_t{0});
@@ -146,8 +143,6 @@ void SamplesPage::loadRun(const QString& runDir) {
     s.finish_reason = j.value("finish_reason", std::string());
     rows.push_back(std::move(s));
   }
-  const size_t keep = model_->maxRows();
-  if (rows.size() > keep) rows.erase(rows.begin(), rows.end() - static_cast<std::ptrdiff_t>(keep));
   model_->append(rows);
 }
 

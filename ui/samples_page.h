@@ -1,6 +1,6 @@
 // Samples page: recent sampled completions (prompt, completion, reward, advantage, policy
 // version) in a bounded table model, with a text filter and a "rewarded only" switch. Fed live
-// from step reports, or from a past run's samples.jsonl.
+// from step reports, or from a past run's samples file (run::RunFolder::read_samples).
 #pragma once
 
 #include <deque>
@@ -10,7 +10,7 @@
 #include <QVector>
 #include <QWidget>
 
-#include "core/run/engine_types.h"
+#include "core/api/session.h"
 
 class QCheckBox;
 class QLineEdit;
@@ -63,7 +63,7 @@ public:
   explicit SamplesPage(QWidget* parent = nullptr);
   SampleTableModel* model() const { return model_; }
   SampleFilterModel* filter() const { return filter_; }
-  void loadRun(const QString& runDir);  // samples.jsonl of a past run (replaces the rows)
+  void loadRun(const QString& runDir);  // the samples of a past run (replaces the rows)
 
 public Q_SLOTS:
   void addReports(const QVector<::grpo::run::StepReport>& reports);

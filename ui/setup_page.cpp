@@ -1,5 +1,7 @@
 #include "ui/setup_page.h"
 
+#include <algorithm>
+
 #include <QComboBox>
 #include <QDir>
 #include <QDragEnterEvent>
@@ -19,71 +21,51 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#include "core/common/error.h"
-#include "core/common/files.h"
-#include "core/hub/hf_cache.h"
-#include "core/model/inspect.h"
-#include "core/rollout/arith_task.h"
-#include "core/rollout/dataset.h"
-#include "core/rollout/dataset_source.h"
-#include "core/rollout/reward.h"
+#include "core/api/util.h"
+#include "core/api/setup.h"
 
 namespace grpo::ui {
 namespace {
 
 using json = nlohmann::json;
 
-// The form's hyperparameters (TRL names), grouped, each with what it does.
-struct KeyDoc {
-  const char* key;
-  const char* doc;
-};
-const std::vector<std::pair<const char*, std::vector<KeyDoc>>>& key_groups() {
-  static const std::vector<std::pair<const char*, std::vector<KeyDoc>>> groups = {
-      {"Optimisation",
-       {{"learning_rate", "Initial learning rate of AdamW (LoRA weights only)."},
-        {"lr_scheduler_type", "Learning-rate schedule after warmup."},
-        {"warmup_ratio", "Fraction of max_steps spent warming the learning rate up from 0."},
-        {"max_steps", "Optimizer steps of the run."},
-        {"prompts_per_step", "Prompt groups (of num_generations completions) per optimizer step."},
-        {"max_grad_norm", "Gradient clipping norm."},
-        {"seed", "Seed of sampling, data order and LoRA initialisation."}}},
-      {"Generation",
-       {{"num_generations", "Completions sampled per prompt (the GRPO group size G)."},
-        {"max_prompt_length", "Prompts longer than this (tokens) are truncated from the left."},
-        {"max_completion_length", "Most tokens generated per completion."},
-        {"temperature", "Sampling temperature; higher explores more."},
-        {"top_p", "Nucleus sampling: keep the smallest token set with this much probability."},
-        {"chat_template_kwargs", "Extra variables for the model's chat template, as a JSON object, e.g. "
-                                 "{\"enable_thinking\": false} for Qwen 3 (TRL's chat_template_kwargs)."}}},
-      {"GRPO loss",
-       {{"loss_type", "How token losses are normalised: grpo (per sequence), bnpo (per batch), dr_grpo "
-                      "(constant), dapo (per token over the global batch)."},
-        {"scale_rewards", "Advantage scaling: divide by the group std, the batch std, or not at all."},
-        {"epsilon", "Lower clipping range of the importance ratio (1 - epsilon)."},
-        {"epsilon_high", "Upper clipping range (1 + epsilon_high); DAPO's clip-higher uses 0.28."},
-        {"beta", "KL coefficient against the base model; 0 skips the reference model."},
-        {"token_budget", "Tokens per packed training row (padding-free); 0 pads micro-batches instead."},
-        {"gradient_checkpointing", "Recompute activations in backward: less memory, more time."}}},
-      {"LoRA",
-       {{"r", "LoRA rank."},
-        {"lora_alpha", "LoRA scaling numerator (scale = lora_alpha / r, or / sqrt(r) with rsLoRA)."},
-        {"lora_dropout", "Dropout on the LoRA input."},
-        {"target_modules", "Projections that get adapters: \"all-linear\" or a list such as [\"q_proj\", \"v_proj\"]."},
-        {"use_rslora", "Rank-stabilised LoRA scaling (lora_alpha / sqrt(r))."}}},
-      {"Async engine",
-       {{"max_staleness", "Drop rollouts sampled more than this many policy versions ago."},
-        {"weight_sync_steps", "Publish a new adapter version to the generators every this many steps."},
-        {"max_inflight_tasks", "Most completions being generated at once (-1: derived from max_staleness)."},
-        {"queue_maxsize", "Rollout queue bound in completions (back-pressure on generation)."},
-        {"local_generators", "In-process generator threads (0: remote workers only)."}}},
-      {"Evaluation and saving",
-       {{"eval_steps", "Greedy eval accuracy every this many steps (0: never)."},
-        {"eval_size", "Held-out examples used for eval."},
-        {"save_steps", "Checkpoint every this many steps (0: only at the end)."},
-        {"task_difficulty", "Built-in arithmetic: 1 = one digit +-, ... 5 = up to four digits, three terms."}}},
-  };
-  return groups;
+// The hyperparameters the form shows (TRL names). Their groups, order, docs and ranges are the key
+// table's (core/grpo/config_schema.h); the model, data, rewards and run directory have their own
+// widgets above and below.
+const std::vector<std::string>& form_keys() {
+  static const std::vector<std::string> keys = {
+      "task_difficulty", "eval_size", "seed",
+      "num_generations", "max_prompt_length", "max_completion_length", "temperature", "top_p", "chat_template_kwargs",
+      "learning_rate", "lr_scheduler_type", "warmup_ratio", "max_steps", "prompts_per_step", "max_grad_norm",
+      "loss_type", "scale_rewards", "epsilon", "epsilon_high", "beta", "token_budget", "gradient_checkpointing",
+      "r", "lora_alpha", "lora_dropout", "target_modules", "use_rslora",
+      "max_staleness", "weight_sync_steps", "max_inflight_tasks", "queue_maxsize", "local_generators",
+      "save_steps", "eval_steps"};
+  return keys;
+}
+
+bool on_form(const std::string& key) {
+  return std::find(form_keys().begin(), form_keys().end(), key) != form_keys().end();
+}
+
+// "async engine" -> "Async engine"; "GRPO loss" stays.
+QString group_title(const std::string& group) {
+  QString t = QString::fromStdString(group);
+  if (!t.isEmpty()) t[0] = t[0].toUpper();
+  return t;
+}
+
+// A preset file's title: its first line "# title: ...", else its name.
+QString preset_title(const QString& path, const QString& name) {
+  QFile f(path);
+  if (f.open(QIODevice::ReadOnly)) {
+    const QString first = QString::fromUtf8(f.readLine()).trimmed();
+    if (first.startsWith("#")) {
+      const QString rest = first.mid(1).trimmed();
+      if (rest.startsWith("title:")) return rest.mid(6).trimmed();
+    }
+  }
+  return name;
 }
 
 QString json_to_text(const json& v) {
@@ -116,23 +98,43 @@ QString resources_dir() {
 #endif
 }
 
-json demo_config_json() {
-  const std::string res = resources_dir().toStdString();
-  json j = ::grpo::grpo::load_config_file(path_join(res, "presets/demo.yaml"));
-  j["model_name_or_path"] = path_join(res, j.value("model_name_or_path", std::string()));
-  return j;
+QList<Preset> available_presets() {
+  QList<Preset> out;
+  const QDir dir(QDir(resources_dir()).filePath("presets"));
+  for (const QFileInfo& fi : dir.entryInfoList({"*.yaml", "*.yml", "*.json"}, QDir::Files, QDir::Name)) {
+    const QString name = fi.completeBaseName();
+    Preset p{name, preset_title(fi.filePath(), name), fi.filePath()};
+    if (name == "demo") out.prepend(p);  // the one the app opens with comes first
+    else out.append(p);
+  }
+  return out;
 }
 
+json preset_config_json(const QString& name) {
+  for (const Preset& p : available_presets()) {
+    if (p.name != name) continue;
+    json j = ::grpo::grpo::load_config_file(p.path.toStdString());
+    // A relative model folder is one shipped in resources/ (the demo's models/tiny-arith).
+    const std::string model = j.is_object() ? j.value("model_name_or_path", std::string()) : std::string();
+    const std::string shipped = path_join(resources_dir().toStdString(), model);
+    if (!model.empty() && model.front() != '/' && file_exists(shipped)) j["model_name_or_path"] = shipped;
+    return j;
+  }
+  throw Error(QDir(resources_dir()).filePath("presets").toStdString(), "no preset \"" + name.toStdString() + "\"");
+}
+
+json demo_config_json() { return preset_config_json("demo"); }
+
 QString SetupPage::describeKey(const std::string& key) {
-  QString doc;
-  for (const auto& [group, keys] : key_groups())
-    for (const auto& k : keys)
-      if (key == k.key) doc = k.doc;
-  const std::string range = ::grpo::grpo::config_key_range(key);
+  const auto* k = ::grpo::grpo::find_config_key(::grpo::grpo::train_config_schema(), key);
   QString tip = "<b>" + QString::fromStdString(key) + "</b>";
-  if (!doc.isEmpty()) tip += "<br>" + doc.toHtmlEscaped();
-  if (!range.empty()) tip += "<br>Allowed: " + QString::fromStdString(range).toHtmlEscaped();
-  if (::grpo::grpo::is_retunable(key)) tip += "<br><i>Can be retuned on a live run.</i>";
+  if (!k) return tip;
+  tip += "<br>" + QString::fromStdString(k->doc).toHtmlEscaped();
+  const std::string range = k->range_text();
+  tip += "<br>" + QString::fromStdString(k->type).toHtmlEscaped();
+  if (!range.empty()) tip += "; allowed: " + QString::fromStdString(range).toHtmlEscaped();
+  tip += "; default " + QString::fromStdString(k->default_value.dump()).toHtmlEscaped();
+  if (k->retunable) tip += "<br><i>Can be retuned on a live run.</i>";
   return tip;
 }
 
@@ -145,9 +147,10 @@ SetupPage::SetupPage(QWidget* parent) : QWidget(parent) {
   auto* top = new QHBoxLayout;
   preset_ = new QComboBox;
   preset_->setObjectName("preset");
-  preset_->addItem(tr("Demo (tiny-arith, arithmetic)"), "demo");
-  preset_->addItem(tr("CPU (small model)"), "cpu");
-  preset_->addItem(tr("Small GPU (1-3B model)"), "gpu");
+  for (const Preset& p : available_presets()) {  // whatever resources/presets/ holds
+    preset_->addItem(p.title, p.name);
+    preset_->setItemData(preset_->count() - 1, p.path, Qt::ToolTipRole);
+  }
   auto* apply_preset = new QPushButton(tr("Apply preset"));
   auto* load = new QPushButton(tr("Load config..."));
   auto* save = new QPushButton(tr("Save config..."));
@@ -301,17 +304,25 @@ SetupPage::SetupPage(QWidget* parent) : QWidget(parent) {
     if (rewards_->currentRow() >= 0) rewards_->removeRow(rewards_->currentRow());
   });
 
-  // Hyperparameters.
-  for (const auto& [group, keys] : key_groups()) {
-    auto* box = new QGroupBox(tr(group));
+  // Hyperparameters: the form's keys under their groups of the key table, in its order.
+  std::vector<std::string> groups;
+  for (const auto& k : ::grpo::grpo::train_config_schema())
+    if (on_form(k.name) && std::find(groups.begin(), groups.end(), k.group) == groups.end()) groups.push_back(k.group);
+  for (const auto& group : groups) {
+    auto* box = new QGroupBox(group_title(group));
+    box->setObjectName(QString::fromStdString("group:" + group));
     auto* form = new QFormLayout(box);
-    for (const auto& k : keys) {
+    for (const auto& k : ::grpo::grpo::train_config_schema()) {
+      if (k.group != group || !on_form(k.name)) continue;
+      const QString name = QString::fromStdString(k.name);
       auto* edit = new QLineEdit;
-      edit->setObjectName(QString("field:") + k.key);
-      const QString tip = describeKey(k.key);
+      edit->setObjectName("field:" + name);
+      const QString tip = describeKey(k.name);
       edit->setToolTip(tip);
+      const std::string range = k.range_text();
+      if (!range.empty()) edit->setPlaceholderText(QString::fromStdString(range));
       auto* err = new QLabel;
-      err->setObjectName(QString("fieldError:") + k.key);
+      err->setObjectName("fieldError:" + name);
       err->setStyleSheet(kError);
       err->setWordWrap(true);
       err->hide();
@@ -321,12 +332,12 @@ SetupPage::SetupPage(QWidget* parent) : QWidget(parent) {
       cl->setSpacing(1);
       cl->addWidget(edit);
       cl->addWidget(err);
-      auto* label = new QLabel(k.key);
+      auto* label = new QLabel(name);
       label->setToolTip(tip);
       form->addRow(label, cell);
-      fields_[k.key] = edit;
-      errors_[k.key] = err;
-      const std::string key = k.key;
+      fields_[k.name] = edit;
+      errors_[k.name] = err;
+      const std::string key = k.name;
       connect(edit, &QLineEdit::textChanged, this, [this, key] {
         if (filling_) return;
         validateField(key);
@@ -361,23 +372,19 @@ SetupPage::SetupPage(QWidget* parent) : QWidget(parent) {
 
 void SetupPage::loadPreset(const QString& name) {
   json j;
-  if (name == "demo") {
-    try {
-      j = demo_config_json();
-    } catch (const std::exception& e) {
-      formStatus_->setText(QString::fromStdString(e.what()));
-      return;
-    }
-  } else {
-    j = configJson();
-    if (name == "cpu")
-      j.update({{"num_generations", 8}, {"prompts_per_step", 8}, {"max_completion_length", 128}, {"token_budget", 1024},
-                {"r", 8}, {"lora_alpha", 16}, {"learning_rate", 1e-4}, {"local_generators", 1}, {"max_staleness", 2},
-                {"gradient_checkpointing", false}, {"weight_sync_steps", 1}, {"beta", 0.0}});
-    else
-      j.update({{"num_generations", 8}, {"prompts_per_step", 16}, {"max_completion_length", 512}, {"token_budget", 4096},
-                {"r", 16}, {"lora_alpha", 32}, {"learning_rate", 2e-5}, {"local_generators", 1}, {"max_staleness", 4},
-                {"gradient_checkpointing", true}, {"weight_sync_steps", 1}, {"beta", 0.0}});
+  try {
+    j = preset_config_json(name);
+    ::grpo::grpo::TrainConfig probe;
+    probe.apply(j, QDir(resources_dir()).filePath("presets/" + name).toStdString());  // keys and values
+  } catch (const std::exception& e) {
+    formStatus_->setText(QString::fromStdString(e.what()));
+    return;
+  }
+  // A preset with a model is a whole setup; one without (hyperparameters only) goes over the form.
+  if (!j.contains("model_name_or_path")) {
+    json over = configJson();
+    over.update(j);
+    j = over;
   }
   const int idx = preset_->findData(name);
   if (idx >= 0) preset_->setCurrentIndex(idx);

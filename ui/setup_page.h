@@ -1,17 +1,20 @@
 // SetupPage: everything a run needs before Start: the model folder (validated at once with the
 // `grpo inspect model` summary, or its error in place), the dataset (built-in arithmetic or a
 // JSONL/CSV file, with a preview of its first rows), reward functions with weights, the
-// hyperparameters under TRL's names (tooltips say what each does and its allowed range; a bad
-// value is marked beside its field), presets, and loading/saving config files.
+// hyperparameters under TRL's names (groups, tooltips and ranges from the key table,
+// core/grpo/config_schema.h; a bad value is marked beside its field), presets (the YAML files of
+// resources/presets/, titled by their first line "# title: ..."), and loading/saving config files.
 #pragma once
 
 #include <map>
 #include <string>
 
+#include <QList>
+#include <QString>
 #include <QWidget>
 #include <nlohmann/json.hpp>
 
-#include "core/grpo/config.h"
+#include "core/api/config.h"
 
 class QComboBox;
 class QLabel;
@@ -26,7 +29,8 @@ class SetupPage : public QWidget {
 public:
   explicit SetupPage(QWidget* parent = nullptr);
 
-  // "demo" (tiny-arith), "cpu", "gpu": hyperparameters (the demo also sets model and task).
+  // A preset of resources/presets/ by file name ("demo", "cpu", "gpu", ...): one that names a model
+  // replaces the setup (the demo: model, task, hyperparameters); one without goes over the form.
   void loadPreset(const QString& name);
   void setConfigJson(const nlohmann::json& j);  // fills every field from a config object
   nlohmann::json configJson() const;            // the base config with every field applied
@@ -78,6 +82,15 @@ private:
 
 // $GRPO_RESOURCES, the installed share dir, or the source tree's resources/ (as `grpo train`).
 QString resources_dir();
+// The presets resources/presets/ holds (*.yaml, *.yml, *.json): the demo first, then by name.
+struct Preset {
+  QString name;   // the file name without extension: what loadPreset takes
+  QString title;  // its first line "# title: ...", else the name
+  QString path;
+};
+QList<Preset> available_presets();
+// A preset's keys, a model folder shipped in resources/ resolved; throws grpo::Error if none.
+nlohmann::json preset_config_json(const QString& name);
 // The demo preset (resources/presets/demo.yaml) with its model path resolved.
 nlohmann::json demo_config_json();
 

@@ -12,11 +12,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#ifdef GRPO_UI_WITH_CLUSTER
-#include "core/cluster/beacon.h"
-#include "core/cluster/cluster_token.h"
-#include "core/cluster/discovery.h"
-#endif
+#include "core/api/cluster.h"
 
 namespace grpo::ui {
 
@@ -81,9 +77,7 @@ bool WorkerTableModel::remove(const QString& url) {
 }
 
 struct WorkersPage::Discovery {
-#ifdef GRPO_UI_WITH_CLUSTER
   std::unique_ptr<cluster::WorkerDirectory> directory;
-#endif
   QStringList known;  // URLs this page added from beacons
 };
 
@@ -123,10 +117,6 @@ WorkersPage::WorkersPage(QWidget* parent) : QWidget(parent) {
   disc->addWidget(address_);
   disc->addStretch(1);
   lay->addLayout(disc);
-#ifndef GRPO_UI_WITH_CLUSTER
-  listen_->setEnabled(false);
-  listen_->setToolTip(tr("Discovery is not built into this version (core/cluster)"));
-#endif
   poll_ = new QTimer(this);
   poll_->setInterval(1000);
   connect(poll_, &QTimer::timeout, this, &WorkersPage::refreshDiscovered);
@@ -259,7 +249,6 @@ QString WorkersPage::addUrl(const QString& text) {
 }
 
 QString WorkersPage::startDiscovery(const QString& address, const QString& tokenFile) {
-#ifdef GRPO_UI_WITH_CLUSTER
   try {
     const std::string path = tokenFile.isEmpty() ? cluster::default_token_path() : tokenFile.toStdString();
     const std::string key = cluster::beacon_key(cluster::load_or_create_token(path));
@@ -274,11 +263,6 @@ QString WorkersPage::startDiscovery(const QString& address, const QString& token
   } catch (const std::exception& e) {
     return QString::fromStdString(e.what());
   }
-#else
-  (void)address;
-  (void)tokenFile;
-  return tr("discovery is not built into this version");
-#endif
 }
 
 void WorkersPage::stopDiscovery() {
@@ -297,15 +281,12 @@ void WorkersPage::stopDiscovery() {
 bool WorkersPage::discovering() const { return discovery_ != nullptr; }
 
 quint16 WorkersPage::discoveryPort() const {
-#ifdef GRPO_UI_WITH_CLUSTER
   if (discovery_ && discovery_->directory) return discovery_->directory->port();
-#endif
   return 0;
 }
 
 // Rows from the directory's verified beacons: new workers appear, silent ones are marked gone.
 void WorkersPage::refreshDiscovered() {
-#ifdef GRPO_UI_WITH_CLUSTER
   if (!discovery_ || !discovery_->directory) return;
   QStringList seen;
   for (const auto& w : discovery_->directory->workers()) {
@@ -333,7 +314,6 @@ void WorkersPage::refreshDiscovered() {
     status_->setText(tr("%1 beacons refused (last: %2)")
                          .arg(discovery_->directory->rejected())
                          .arg(QString::fromStdString(discovery_->directory->last_rejection())));
-#endif
 }
 
 QStringList WorkersPage::urls() const {

@@ -14,7 +14,7 @@
 #include <QString>
 #include <QWidget>
 
-#include "core/run/engine_types.h"
+#include "core/api/session.h"
 
 class QCheckBox;
 class QLabel;

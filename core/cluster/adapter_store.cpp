@@ -5,15 +5,13 @@
 #include <filesystem>
 #include <stdlib.h>
 
-#include <QCryptographicHash>
-#include <QFile>
-
 #include <torch/torch.h>
 
 #include "core/cluster/http_message.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
+#include "core/io/sha256sums.h"
 #include "core/model/peft_io.h"
 
 namespace fs = std::filesystem;
@@ -45,14 +43,6 @@ void throw_if_unreadable(const fs::path& p, const std::error_code& ec) {
 }  // namespace
 
 bool is_url(const std::string& path) { return starts_with(path, "http://") || starts_with(path, "https://"); }
-
-std::string sha256_file(const std::string& path) {
-  QFile f(QString::fromStdString(path));
-  if (!f.open(QIODevice::ReadOnly)) throw Error(path, "cannot read it to hash it: " + f.errorString().toStdString());
-  QCryptographicHash h(QCryptographicHash::Sha256);
-  if (!h.addData(&f)) throw Error(path, "read failed while hashing");
-  return h.result().toHex().toStdString();
-}
 
 AdapterStore::AdapterStore(model::CausalLM base, AdapterStoreOptions options)
     : base_(std::move(base)), options_(std::move(options)) {
@@ -125,19 +115,18 @@ std::shared_ptr<LoadedAdapter> AdapterStore::build(const std::string& lora_name,
   a->path = dir;
   if (!sums_file.empty()) {
     std::vector<std::string> bad, listed;
-    for (const auto& raw : split(read_file(sums_file), '\n')) {
-      const std::string line = trim(raw);
-      if (line.empty()) continue;
-      // sha256sum's format: "<64 hex>  name" (text mode) or "<64 hex> *name" (binary mode).
-      if (line.size() < 67 || line[64] != ' ' || (line[65] != ' ' && line[65] != '*'))
-        throw HttpError(400, sums_file + ": malformed line \"" + line.substr(0, 80) + "\"");
-      const std::string hash = line.substr(0, 64), name = line.substr(66);
-      if (name.find('/') != std::string::npos || name == "." || name == "..")
-        throw HttpError(400, sums_file + ": file name \"" + name + "\" is not a plain name in the adapter directory");
+    std::vector<io::Sha256Entry> entries;
+    try {
+      entries = io::parse_sha256sums(read_file(sums_file, kMaxSha256SumsBytes), sums_file);
+    } catch (const Error& e) {
+      throw HttpError(400, e.what());
+    }
+    for (const auto& entry : entries) {
+      const std::string& name = entry.name;
       const std::string file = inside(name, false);
       listed.push_back(name);
-      std::string actual = file.empty() ? std::string() : sha256_file(file);
-      if (actual != hash) bad.push_back(name + (file.empty() ? " (missing)" : ""));
+      std::string actual = file.empty() ? std::string() : io::sha256_file(file);
+      if (actual != entry.hex) bad.push_back(name + (file.empty() ? " (missing)" : ""));
       if (name == model::kAdapterWeightsName) a->sha256 = actual;
     }
     for (const char* required : {model::kAdapterConfigName, model::kAdapterWeightsName})
@@ -148,7 +137,7 @@ std::shared_ptr<LoadedAdapter> AdapterStore::build(const std::string& lora_name,
                                " (changed after publication, or a copy in progress?)");
     a->verified = true;
   } else {
-    a->sha256 = sha256_file(weights_file);
+    a->sha256 = io::sha256_file(weights_file);
   }
 
   try {
@@ -232,14 +221,16 @@ std::shared_ptr<LoadedAdapter> AdapterStore::fetch_and_build(const std::string& 
     throw;
   }
   // Fetch exactly the plain file names SHA256SUMS lists (build() verifies every one).
-  int files = 0;
-  for (const auto& raw : split(read_file(dir + "/SHA256SUMS", kMaxSha256SumsBytes), '\n')) {
-    const std::string line = trim(raw);
-    if (line.empty()) continue;
-    const std::string name = line.size() > 66 ? line.substr(66) : std::string();
-    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == ".." || name == "SHA256SUMS")
-      throw HttpError(400, url + "/SHA256SUMS: malformed line \"" + line.substr(0, 80) + "\"");
-    if (++files > 32) throw HttpError(400, url + "/SHA256SUMS lists more than 32 files");
+  std::vector<io::Sha256Entry> entries;
+  try {
+    entries = io::parse_sha256sums(read_file(dir + "/SHA256SUMS", kMaxSha256SumsBytes), url + "/SHA256SUMS");
+  } catch (const Error& e) {
+    throw HttpError(400, e.what());
+  }
+  if (entries.size() > 32) throw HttpError(400, url + "/SHA256SUMS lists more than 32 files");
+  for (const auto& entry : entries) {
+    const std::string& name = entry.name;
+    if (name == io::kSha256SumsFile) throw HttpError(400, url + "/SHA256SUMS lists itself");
     try {
       options_.fetch(base + "/" + name, dir + "/" + name, kMaxAdapterFileBytes);
     } catch (const HttpError& e) {

@@ -8,7 +8,8 @@
 // file read must resolve (realpath, symlinks followed) inside it, otherwise 400. A directory that
 // is not there yet (a mount that has not caught up) answers vLLM's "No adapter found for <path>"
 // (404), which routers retry. When the directory has SHA256SUMS (RunDirectory::publish_adapter
-// writes one) every listed file is verified before use and a mismatch is refused.
+// writes one; core/io/sha256sums.h) every listed file is verified before use and a mismatch is
+// refused.
 // Errors are HttpError with vLLM's statuses and messages.
 #pragma once
 
@@ -83,8 +84,6 @@ private:
   std::map<std::string, int64_t> order_;
 };
 
-// Hex SHA-256 of a file's bytes (Qt's QCryptographicHash, streamed).
-std::string sha256_file(const std::string& path);
 bool is_url(const std::string& path);  // http:// or https://
 
 }  // namespace grpo::cluster

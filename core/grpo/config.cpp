@@ -3,7 +3,6 @@
 
 #include <cmath>
 #include <limits>
-#include <variant>
 
 #include <yaml-cpp/yaml.h>
 
@@ -11,205 +10,100 @@
 #include "core/common/files.h"
 #include "core/common/log.h"
 #include "core/common/strings.h"
+#include "core/grpo/config_table.h"
 #include "core/grpo/trl_keys.h"
 
 namespace grpo::grpo {
 namespace {
 
 using json = nlohmann::json;
-using Member = std::variant<int64_t TrainConfig::*, double TrainConfig::*, bool TrainConfig::*,
-                            std::string TrainConfig::*, std::vector<std::string> TrainConfig::*,
-                            std::vector<double> TrainConfig::*, json TrainConfig::*,
-                            std::optional<double> TrainConfig::*>;
+constexpr bool kLive = true;  // a live run may change it (retune)
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// One row per key: where it lives, what it may hold, and whether a live run may change it.
-struct Field {
-  const char* name;
-  Member member;
-  double lo = -kInf, hi = kInf;  // numeric range
-  bool lo_open = false, hi_open = false;
-  std::vector<std::string> choices = {};  // allowed strings, if an enumeration
-  bool retunable = false;
-};
-
-const std::vector<Field>& fields() {
+// The key table: one row per key, under its group, with what it may hold and what it does.
+// Defaults are TrainConfig's own initialisers (config.h); TRL/PEFT spellings of a key are its
+// aliases (trl_keys.cpp reads them from here).
+const ConfigTable<TrainConfig>& table() {
   using T = TrainConfig;
-  static const std::vector<Field> table = {
-      {"model_name_or_path", &T::model_name_or_path},
-      {"model_revision", &T::model_revision},
-      {"train_file", &T::train_file},
-      {"eval_file", &T::eval_file},
-      {"dataset_name", &T::dataset_name},
-      {"dataset_config", &T::dataset_config},
-      {"dataset_revision", &T::dataset_revision},
-      {"dataset_train_split", &T::dataset_train_split},
-      {"dataset_test_split", &T::dataset_test_split},
-      {"dataset_columns", &T::dataset_columns},
-      {"task", &T::task, -kInf, kInf, false, false, {"", "arith"}},
-      {"task_difficulty", &T::task_difficulty, 1, 5},
-      {"eval_fraction", &T::eval_fraction, 0, 1, false, true},
-      {"eval_size", &T::eval_size, 0},
-      {"output_dir", &T::output_dir},
-      {"seed", &T::seed, 0},
-      {"num_generations", &T::num_generations, 2, 4096},
-      {"max_prompt_length", &T::max_prompt_length, 1},
-      {"max_completion_length", &T::max_completion_length, 1, 1 << 20, false, false, {}, true},
-      {"temperature", &T::temperature, 0, 100, true, false, {}, true},
-      {"top_p", &T::top_p, 0, 1, true, false, {}, true},
-      {"top_k", &T::top_k, 0, 1 << 24, false, false, {}, true},
-      {"min_p", &T::min_p, 0, 1, false, true, {}, true},
-      {"stop", &T::stop},
-      {"chat_template_kwargs", &T::chat_template_kwargs},
-      {"learning_rate", &T::learning_rate, 0, 1, true, false, {}, true},
-      {"lr_scheduler_type", &T::lr_scheduler_type, -kInf, kInf, false, false, {"constant", "linear", "cosine"}},
-      {"warmup_ratio", &T::warmup_ratio, 0, 1, false, true},
-      {"max_steps", &T::max_steps, 1},
-      {"num_train_epochs", &T::num_train_epochs, 1},
-      {"per_device_train_batch_size", &T::per_device_train_batch_size, 1},
-      {"gradient_accumulation_steps", &T::gradient_accumulation_steps, 1},
-      {"prompts_per_step", &T::prompts_per_step, 1},
-      {"max_grad_norm", &T::max_grad_norm, 0, kInf, true},
-      {"weight_decay", &T::weight_decay, 0, 1},
-      {"adam_beta1", &T::adam_beta1, 0, 1, false, true},
-      {"adam_beta2", &T::adam_beta2, 0, 1, false, true},
-      {"adam_epsilon", &T::adam_epsilon, 0, 1, true},
-      {"loss_type", &T::loss_type, -kInf, kInf, false, false, {"grpo", "bnpo", "dr_grpo", "dapo"}},
-      {"scale_rewards", &T::scale_rewards, -kInf, kInf, false, false, {"group", "batch", "none"}},
-      {"epsilon", &T::epsilon, 0, 1, true, false, {}, true},
-      {"epsilon_high", &T::epsilon_high, 0, 10, true, false, {}, true},
-      {"beta", &T::beta, 0, 100, false, false, {}, true},
-      {"mask_truncated_completions", &T::mask_truncated_completions},
-      {"token_budget", &T::token_budget},
-      {"gradient_checkpointing", &T::gradient_checkpointing},
-      {"r", &T::r, 1, 1024},
-      {"lora_alpha", &T::lora_alpha, 0, kInf, true},
-      {"lora_dropout", &T::lora_dropout, 0, 1, false, true},
-      {"target_modules", &T::target_modules},
-      {"use_rslora", &T::use_rslora},
-      {"init_adapter", &T::init_adapter},
-      {"max_staleness", &T::max_staleness, 0, 1000, false, false, {}, true},
-      {"weight_sync_steps", &T::weight_sync_steps, 1, 1000000, false, false, {}, true},
-      {"max_inflight_tasks", &T::max_inflight_tasks, -1, 1000000, false, false, {}, true},
-      {"queue_maxsize", &T::queue_maxsize, 1},
-      {"local_generators", &T::local_generators, 0, 64},
-      {"worker_urls", &T::worker_urls},
-      {"cluster_token_file", &T::cluster_token_file},
-      {"cluster_tls_fingerprint", &T::cluster_tls_fingerprint},
-      {"discovery", &T::discovery},
-      {"discovery_address", &T::discovery_address},
-      {"worker_timeout_s", &T::worker_timeout_s, 0, kInf, true},
-      {"reward_funcs", &T::reward_funcs},
-      {"reward_weights", &T::reward_weights, -kInf, kInf, false, false, {}, true},
-      {"logging_steps", &T::logging_steps, 1},
-      {"save_steps", &T::save_steps, 0},
-      {"eval_steps", &T::eval_steps, 0},
-  };
-  return table;
-}
-
-const Field* find_field(const std::string& name) {
-  for (const auto& f : fields())
-    if (name == f.name) return &f;
-  return nullptr;
-}
-
-std::string fmt(double v) {
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  json j = v;
-  if (v == std::floor(v) && std::fabs(v) < 1e15) j = static_cast<int64_t>(v);
-  return j.dump();
-}
-
-std::string range_text(const Field& f) {
-  if (!f.choices.empty()) {
-    std::vector<std::string> quoted;
-    for (const auto& c : f.choices) quoted.push_back("\"" + c + "\"");
-    return "one of " + join(quoted, ", ");
-  }
-  if (std::isinf(f.lo) && std::isinf(f.hi)) return "any number";
-  if (std::isinf(f.hi)) return std::string(f.lo_open ? "> " : ">= ") + fmt(f.lo);
-  if (std::isinf(f.lo)) return std::string(f.hi_open ? "< " : "<= ") + fmt(f.hi);
-  return std::string(f.lo_open ? "(" : "[") + fmt(f.lo) + ", " + fmt(f.hi) + (f.hi_open ? ")" : "]");
-}
-
-[[noreturn]] void bad_value(const std::string& source, const Field& f, const json& v, const std::string& expected) {
-  throw Error(source, std::string("key \"") + f.name + "\": value " + v.dump() + " is not valid: expected " + expected);
-}
-
-double number_in_range(const std::string& source, const Field& f, const json& v, bool integer) {
-  if (!v.is_number() || (integer && !v.is_number_integer() &&
-                         !(v.is_number_float() && v.get<double>() == std::floor(v.get<double>()))))
-    bad_value(source, f, v, std::string(integer ? "an integer" : "a number") + ", " + range_text(f));
-  double x = v.get<double>();
-  bool ok = std::isfinite(x) && (f.lo_open ? x > f.lo : x >= f.lo) && (f.hi_open ? x < f.hi : x <= f.hi);
-  if (!ok) bad_value(source, f, v, range_text(f));
-  // An integer key holds an int64: 1e300 (a float with an integer value) must not reach the cast.
-  constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53: every integer up to it is exact
-  if (integer && std::fabs(x) > kMaxExactInteger)
-    bad_value(source, f, v, "an integer of magnitude at most 2^53, " + range_text(f));
-  return x;
-}
-
-void set_field(TrainConfig& c, const Field& f, const json& v, const std::string& source) {
-  std::visit(
-      [&](auto member) {
-        using V = std::remove_cvref_t<decltype(c.*member)>;
-        if constexpr (std::is_same_v<V, int64_t>) {
-          c.*member = static_cast<int64_t>(number_in_range(source, f, v, true));
-        } else if constexpr (std::is_same_v<V, double>) {
-          c.*member = number_in_range(source, f, v, false);
-        } else if constexpr (std::is_same_v<V, std::optional<double>>) {
-          if (v.is_null()) c.*member = std::nullopt;
-          else c.*member = number_in_range(source, f, v, false);
-        } else if constexpr (std::is_same_v<V, bool>) {
-          if (!v.is_boolean()) bad_value(source, f, v, "true or false");
-          c.*member = v.get<bool>();
-        } else if constexpr (std::is_same_v<V, std::string>) {
-          if (!v.is_string()) bad_value(source, f, v, f.choices.empty() ? "a string" : range_text(f));
-          auto s = v.get<std::string>();
-          if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), s) == f.choices.end()) {
-            std::string near = nearest_name(s, f.choices);
-            throw Error(source, std::string("key \"") + f.name + "\": value \"" + s + "\" is not valid: expected " +
-                                    range_text(f), near.empty() ? "" : "did you mean \"" + near + "\"?");
-          }
-          c.*member = s;
-        } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
-          if (v.is_string()) { c.*member = {v.get<std::string>()}; return; }
-          if (!v.is_array()) bad_value(source, f, v, "a list of strings");
-          std::vector<std::string> out;
-          for (const auto& e : v) {
-            if (!e.is_string()) bad_value(source, f, v, "a list of strings");
-            out.push_back(e.get<std::string>());
-          }
-          c.*member = out;
-        } else if constexpr (std::is_same_v<V, std::vector<double>>) {
-          if (!v.is_array()) bad_value(source, f, v, "a list of numbers");
-          std::vector<double> out;
-          for (const auto& e : v) {
-            if (!e.is_number() || !std::isfinite(e.get<double>())) bad_value(source, f, v, "a list of finite numbers");
-            out.push_back(e.get<double>());
-          }
-          c.*member = out;
-        } else {
-          c.*member = v;  // structured value, checked in validate()
-        }
-      },
-      f.member);
-}
-
-json get_field(const TrainConfig& c, const Field& f) {
-  return std::visit(
-      [&](auto member) -> json {
-        using V = std::remove_cvref_t<decltype(c.*member)>;
-        if constexpr (std::is_same_v<V, std::optional<double>>) {
-          return (c.*member) ? json(*(c.*member)) : json(nullptr);
-        } else {
-          return json(c.*member);
-        }
-      },
-      f.member);
+  static const ConfigTable<TrainConfig> t({
+      {"model and data",
+       {{"model_name_or_path", &T::model_name_or_path, {}, "A Hugging Face model folder, or a Hub repo id (org/name) in the Hugging Face cache."},
+        {"model_revision", &T::model_revision, {}, "For a Hub repo id: the branch, tag or commit of the model."},
+        {"train_file", &T::train_file, {}, "Prompts as JSONL, CSV or Parquet (prompt or messages, answer, columns for the rewards)."},
+        {"eval_file", &T::eval_file, {}, "Held-out prompts for the greedy evaluation (same formats as train_file)."},
+        {"dataset_name", &T::dataset_name, {}, "A Hub dataset repo id in the cache, a folder laid out like one, or a file (TRL's dataset_name)."},
+        {"dataset_config", &T::dataset_config, {}, "The dataset's config (\"\" = its default config)."},
+        {"dataset_revision", &T::dataset_revision, {}, "The dataset's branch, tag, commit, or refs/convert/parquet."},
+        {"dataset_train_split", &T::dataset_train_split, {}, "The split to train on."},
+        {"dataset_test_split", &T::dataset_test_split, {}, "The split to evaluate on (\"\" = hold out eval_fraction / eval_size of the training data)."},
+        {"dataset_columns", &T::dataset_columns, {}, "Column renames, e.g. {\"question\": \"prompt\"}.", false, "object of renames"},
+        {"task", &T::task, one_of({"", "arith"}), "A built-in task instead of a dataset: \"arith\" generates arithmetic problems."},
+        {"task_difficulty", &T::task_difficulty, closed(1, 5), "Built-in arithmetic: 1 = one digit +-, 2 = two digits +-, ... 5 = up to four digits, three terms."},
+        {"eval_fraction", &T::eval_fraction, right_open(0, 1), "Fraction of the training data held out for evaluation when there is no eval set."},
+        {"eval_size", &T::eval_size, at_least(0), "Or a fixed number of held-out examples."},
+        {"output_dir", &T::output_dir, {}, "The run directory (default: runs/run-<date>-<time>)."},
+        {"seed", &T::seed, at_least(0), "Seed of sampling, data order and LoRA initialisation."}}},
+      {"generation",
+       {{"num_generations", &T::num_generations, closed(2, 4096), "Completions sampled per prompt (the GRPO group size G)."},
+        {"max_prompt_length", &T::max_prompt_length, at_least(1), "Prompts longer than this many tokens are truncated from the left."},
+        {"max_completion_length", &T::max_completion_length, closed(1, 1 << 20), "Most tokens generated per completion.", kLive},
+        {"temperature", &T::temperature, left_open(0, 100), "Sampling temperature; higher explores more.", kLive},
+        {"top_p", &T::top_p, left_open(0, 1), "Nucleus sampling: keep the smallest token set with this much probability.", kLive},
+        {"top_k", &T::top_k, closed(0, 1 << 24), "Keep only the k most likely tokens (0: no top-k filter).", kLive},
+        {"min_p", &T::min_p, right_open(0, 1), "Drop tokens less likely than min_p times the most likely one (0: off).", kLive},
+        {"stop", &T::stop, {}, "Stop strings: generation ends after any of them."},
+        {"chat_template_kwargs", &T::chat_template_kwargs, {}, "Extra variables for the model's chat template, e.g. {\"enable_thinking\": false} for Qwen 3.", false, "object"}}},
+      {"optimisation",
+       {{"learning_rate", &T::learning_rate, left_open(0, 1), "Initial learning rate of AdamW (LoRA weights only).", kLive},
+        {"lr_scheduler_type", &T::lr_scheduler_type, one_of({"constant", "linear", "cosine"}), "Learning-rate schedule after warmup."},
+        {"warmup_ratio", &T::warmup_ratio, right_open(0, 1), "Fraction of max_steps spent warming the learning rate up from 0."},
+        {"max_steps", &T::max_steps, at_least(1), "Optimizer steps of the run."},
+        {"num_train_epochs", &T::num_train_epochs, at_least(1), "Passes over a finite dataset before the stream restarts."},
+        {"per_device_train_batch_size", &T::per_device_train_batch_size, at_least(1), "Completions per micro-batch when token_budget is 0."},
+        {"gradient_accumulation_steps", &T::gradient_accumulation_steps, at_least(1), "Micro-batches accumulated per optimizer step."},
+        {"prompts_per_step", &T::prompts_per_step, at_least(1), "Prompt groups (of num_generations completions) per optimizer step."},
+        {"max_grad_norm", &T::max_grad_norm, above(0), "Gradient clipping norm."},
+        {"weight_decay", &T::weight_decay, closed(0, 1), "AdamW's decoupled weight decay."},
+        {"adam_beta1", &T::adam_beta1, right_open(0, 1), "AdamW's first-moment decay."},
+        {"adam_beta2", &T::adam_beta2, right_open(0, 1), "AdamW's second-moment decay."},
+        {"adam_epsilon", &T::adam_epsilon, left_open(0, 1), "AdamW's denominator epsilon."}}},
+      {"GRPO loss",
+       {{"loss_type", &T::loss_type, one_of({"grpo", "bnpo", "dr_grpo", "dapo"}), "Token-loss normalisation: grpo (per sequence), bnpo (per batch), dr_grpo (constant), dapo (per token, global batch)."},
+        {"scale_rewards", &T::scale_rewards, one_of({"group", "batch", "none"}), "Advantage scaling: divide by the group's reward std, the batch's, or not at all."},
+        {"epsilon", &T::epsilon, left_open(0, 1), "Lower clipping range of the importance ratio (1 - epsilon).", kLive},
+        {"epsilon_high", &T::epsilon_high, left_open(0, 10), "Upper clipping range (1 + epsilon_high; null = epsilon); DAPO's clip-higher uses 0.28.", kLive},
+        {"beta", &T::beta, closed(0, 100), "KL coefficient against the base model; 0 skips the reference model.", kLive},
+        {"mask_truncated_completions", &T::mask_truncated_completions, {}, "Leave completions cut off at max_completion_length out of the loss."},
+        {"token_budget", &T::token_budget, {}, "Tokens per packed training row (padding-free); 0 pads micro-batches instead."},
+        {"gradient_checkpointing", &T::gradient_checkpointing, {}, "Recompute activations in backward: less memory, more time."}}},
+      {"LoRA",
+       {{"r", &T::r, closed(1, 1024), "LoRA rank.", false, nullptr, {"lora_r"}},
+        {"lora_alpha", &T::lora_alpha, above(0), "LoRA scaling numerator (scale = lora_alpha / r, or / sqrt(r) with use_rslora)."},
+        {"lora_dropout", &T::lora_dropout, right_open(0, 1), "Dropout on the LoRA input."},
+        {"target_modules", &T::target_modules, {}, "Projections that get adapters: \"all-linear\" or a list such as [\"q_proj\", \"v_proj\"].", false, "\"all-linear\" or list of strings", {"lora_target_modules"}},
+        {"use_rslora", &T::use_rslora, {}, "Rank-stabilised LoRA scaling (lora_alpha / sqrt(r))."},
+        {"init_adapter", &T::init_adapter, {}, "A PEFT adapter folder to start from (\"\" = a fresh LoRA)."}}},
+      {"async engine",
+       {{"max_staleness", &T::max_staleness, closed(0, 1000), "Drop rollouts sampled more than this many policy versions ago.", kLive},
+        {"weight_sync_steps", &T::weight_sync_steps, closed(1, 1000000), "Publish a new adapter version to the generators every this many steps.", kLive},
+        {"max_inflight_tasks", &T::max_inflight_tasks, closed(-1, 1000000), "Most completions being generated at once (-1: max(max_staleness, 1) x a step's completions).", kLive},
+        {"queue_maxsize", &T::queue_maxsize, at_least(1), "Rollout queue bound in completions (back-pressure on generation)."},
+        {"local_generators", &T::local_generators, closed(0, 64), "In-process generator threads (0: remote workers only)."}}},
+      {"workers",
+       {{"worker_urls", &T::worker_urls, {}, "http(s)://host:port of `grpo worker` processes or vLLM servers that generate rollouts."},
+        {"cluster_token_file", &T::cluster_token_file, {}, "The bearer token shared with the workers (\"\" = ~/.config/grpo-studio/cluster-token, made on first use)."},
+        {"cluster_tls_fingerprint", &T::cluster_tls_fingerprint, {}, "SHA-256 fingerprints (comma-separated) of https:// workers' certificates (\"\" = system CAs)."},
+        {"discovery", &T::discovery, {}, "Also use workers that announce themselves with signed UDP beacons."},
+        {"discovery_address", &T::discovery_address, {}, "UDP multicast group:port of the worker beacons."},
+        {"worker_timeout_s", &T::worker_timeout_s, above(0), "A completion request slower than this takes its worker out.", false, nullptr, {"request_timeout"}}}},
+      {"rewards",
+       {{"reward_funcs", &T::reward_funcs, {}, "Reward functions, e.g. [{\"name\": \"accuracy\"}]: built-in, TRL names, or external programs.", false, "list of reward specs"},
+        {"reward_weights", &T::reward_weights, {}, "One weight per reward function (empty = all 1).", kLive}}},
+      {"logging and saving",
+       {{"logging_steps", &T::logging_steps, at_least(1), "Print a progress line every this many steps."},
+        {"save_steps", &T::save_steps, at_least(0), "Checkpoint every this many steps (0: only at the end)."},
+        {"eval_steps", &T::eval_steps, at_least(0), "Greedy eval accuracy every this many steps (0: never)."}}},
+  });
+  return t;
 }
 
 // JSON strings must be UTF-8 (nlohmann's parser checks; yaml-cpp does not): reject bad text at
@@ -268,21 +162,11 @@ int64_t TrainConfig::resolved_max_inflight_tasks() const {
 
 void TrainConfig::apply(const json& j, const std::string& source) {
   check(j.is_object(), source, std::string("expected a JSON/YAML object of settings, got ") + j.type_name());
-  TrainConfig next = *this;  // all or nothing: a bad key leaves this config unchanged
   // TRL/PEFT configs load as they are: their keys are renamed, or listed as ignored with why.
-  const TrlImport trl = translate_trl_config(j, source, [](const std::string& k) { return find_field(k) != nullptr; });
+  const TrlImport trl = translate_trl_config(j, source, [](const std::string& k) { return table().index(k) >= 0; });
   for (const auto& n : trl.ignored) log_warn(source + ": ignoring \"" + n.key + "\" (" + n.value.dump() + "): " + n.note);
   for (const auto& n : trl.translated) log_info(source + ": \"" + n.key + "\" " + n.note);
-  for (const auto& [key, value] : trl.config.items()) {
-    const Field* f = find_field(key);
-    if (!f) {
-      std::string near = nearest_name(key, config_keys());
-      throw Error(source, "unknown key \"" + key + "\"",
-                  near.empty() ? "see `grpo train --help-config` for the known keys" : "did you mean \"" + near + "\"?");
-    }
-    set_field(next, *f, value, source);
-  }
-  *this = std::move(next);
+  table().apply(*this, trl.config, source, "grpo train --help-config");  // all or nothing
 }
 
 void TrainConfig::validate(const std::string& source) const {
@@ -332,11 +216,7 @@ void TrainConfig::validate(const std::string& source) const {
             std::to_string(reward_funcs.size()) + " reward functions");
 }
 
-json TrainConfig::to_json() const {
-  json j = json::object();
-  for (const auto& f : fields()) j[f.name] = get_field(*this, f);
-  return j;
-}
+json TrainConfig::to_json() const { return table().to_json(*this); }
 
 json parse_config_text(const std::string& text, const std::string& source) {
   if (ends_with(source, ".yaml") || ends_with(source, ".yml")) {
@@ -364,25 +244,35 @@ TrainConfig load_train_config(const std::string& path) {
   return c;
 }
 
-std::vector<std::string> config_keys() {
-  std::vector<std::string> keys;
-  for (const auto& f : fields()) keys.push_back(f.name);
-  return keys;
+json parse_set_options(const std::vector<std::string>& assignments) {
+  json out = json::object();
+  for (const auto& kv : assignments) {
+    const size_t eq = kv.find('=');
+    check(eq != std::string::npos && eq > 0, "--set " + kv, "expected KEY=VALUE", "e.g. --set learning_rate=1e-5");
+    const std::string key = trim(kv.substr(0, eq)), text = kv.substr(eq + 1);
+    json value;
+    try {  // a YAML scalar or flow value (JSON included); text YAML cannot read stays text
+      value = yaml_to_json(YAML::Load(text), "--set " + key);
+    } catch (const YAML::Exception&) {
+      value = text;
+    }
+    out[key] = value;
+  }
+  return out;
 }
 
+const std::vector<ConfigKeyInfo>& train_config_schema() { return table().schema(); }
+
+std::vector<std::string> config_keys() { return config_key_names(train_config_schema()); }
+
 bool is_retunable(const std::string& key) {
-  const Field* f = find_field(key);
-  return f && f->retunable;
+  const ConfigKeyInfo* k = find_config_key(train_config_schema(), key);
+  return k && k->retunable;
 }
 
 std::string config_key_range(const std::string& key) {
-  const Field* f = find_field(key);
-  if (!f) return "";
-  const bool numeric = std::holds_alternative<int64_t TrainConfig::*>(f->member) ||
-                       std::holds_alternative<double TrainConfig::*>(f->member) ||
-                       std::holds_alternative<std::optional<double> TrainConfig::*>(f->member) ||
-                       std::holds_alternative<std::vector<double> TrainConfig::*>(f->member);
-  return numeric || !f->choices.empty() ? range_text(*f) : "";
+  const ConfigKeyInfo* k = find_config_key(train_config_schema(), key);
+  return k ? k->range_text() : "";
 }
 
 }  // namespace grpo::grpo

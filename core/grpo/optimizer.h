@@ -28,6 +28,23 @@ struct OptimizerConfig {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
 };
 
+// The optimizer settings of any config with TRL's names (TrainConfig, SftConfig): the one
+// mapping from a config to OptimizerConfig.
+template <class Config>
+OptimizerConfig optimizer_config(const Config& c, int64_t total_steps) {
+  OptimizerConfig oc;
+  oc.learning_rate = c.learning_rate;
+  oc.lr_scheduler_type = c.lr_scheduler_type;
+  oc.warmup_ratio = c.warmup_ratio;
+  oc.total_steps = total_steps;
+  oc.max_grad_norm = c.max_grad_norm;
+  oc.weight_decay = c.weight_decay;
+  oc.beta1 = c.adam_beta1;
+  oc.beta2 = c.adam_beta2;
+  oc.eps = c.adam_epsilon;
+  return oc;
+}
+
 class Optimizer {
 public:
   Optimizer(std::vector<torch::Tensor> params, OptimizerConfig cfg);

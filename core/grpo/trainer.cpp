@@ -194,17 +194,7 @@ torch::Tensor chunked_token_logprobs(model::CausalLMImpl& model, const torch::Te
 GrpoTrainer::GrpoTrainer(model::CausalLM model, const TrainConfig& config)
     : model_(std::move(model)), config_(config) {
   check(model_->has_lora(), "trainer", "the model has no LoRA adapter", "call add_lora() before training");
-  OptimizerConfig oc;
-  oc.learning_rate = config.learning_rate;
-  oc.lr_scheduler_type = config.lr_scheduler_type;
-  oc.warmup_ratio = config.warmup_ratio;
-  oc.total_steps = config.max_steps;
-  oc.max_grad_norm = config.max_grad_norm;
-  oc.weight_decay = config.weight_decay;
-  oc.beta1 = config.adam_beta1;
-  oc.beta2 = config.adam_beta2;
-  oc.eps = config.adam_epsilon;
-  optimizer_ = std::make_unique<Optimizer>(model_->lora_parameters(), oc);
+  optimizer_ = std::make_unique<Optimizer>(model_->lora_parameters(), optimizer_config(config, config.max_steps));
   model_->set_gradient_checkpointing(config.gradient_checkpointing);
 }
 

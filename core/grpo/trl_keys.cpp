@@ -7,6 +7,7 @@
 
 #include "core/common/error.h"
 #include "core/common/strings.h"
+#include "core/grpo/config.h"
 
 namespace grpo::grpo {
 namespace {
@@ -16,7 +17,7 @@ using json = nlohmann::json;
 enum class Kind {
   Ignore,    // any value is accepted and has no effect here
   Neutral,   // accepted only at a value that means "off" here; any other value is an error
-  Rename,    // the same setting under our name
+  Rename,    // the same setting under our name: an alias in the key table (config.cpp)
   Sentinel,  // one of our keys: these TRL values mean "unset", so our default stays
 };
 
@@ -30,7 +31,7 @@ struct TrlKey {
 // Shared reasons.
 const char* kPrecision = "device and precision are chosen by the engine (CUDA: bfloat16, CPU: float32)";
 const char* kDistributed = "a single trainer process: no DDP, FSDP or DeepSpeed";
-const char* kLogging = "metrics go to metrics.jsonl and TensorBoard event files in the run directory";
+const char* kLogging = "metrics go to the run's metrics file and TensorBoard event files in the run directory";
 const char* kHub = "nothing is pushed to the Hugging Face Hub; use `grpo export` and upload the folder";
 const char* kVllm = "generation runs in-process or on workers (worker_urls); a vLLM server can be a worker";
 const char* kLoader = "no DataLoader: prompt groups stream from the dataset inside the engine";
@@ -44,8 +45,7 @@ const char* kTurns = "rollouts are single-turn completions";
 const std::vector<TrlKey>& table() {
   static const std::vector<TrlKey> t = {
       // ---- TRL ModelConfig / ScriptArguments (trl <cmd> --config x.yaml) ----
-      {"lora_r", Kind::Rename, "r", {}},
-      {"lora_target_modules", Kind::Rename, "target_modules", {}},
+      // (lora_r, lora_target_modules, request_timeout: aliases in the key table of config.cpp)
       {"lora_modules_to_save", Kind::Neutral, "modules_to_save (full copies of modules) is not supported; vLLM rejects it too", {json::array()}},
       {"lora_task_type", Kind::Neutral, "only causal LM adapters are trained", {"CAUSAL_LM"}},
       {"use_peft", Kind::Neutral, "training is always LoRA (use_peft: false, full fine-tuning, is not supported)", {true}},
@@ -136,8 +136,8 @@ const std::vector<TrlKey>& table() {
       {"disable_dropout", Kind::Ignore, "the only dropout is lora_dropout", {}},
       {"cast_lm_head_to_fp32", Kind::Ignore, "logits are computed in float32 already", {}},
       {"use_liger_loss", Kind::Ignore, kKernels, {}},
-      {"log_completions", Kind::Ignore, "completions are always written to samples.jsonl", {}},
-      {"num_completions_to_print", Kind::Ignore, "completions are always written to samples.jsonl", {}},
+      {"log_completions", Kind::Ignore, "completions are always written to the run's samples file", {}},
+      {"num_completions_to_print", Kind::Ignore, "completions are always written to the run's samples file", {}},
       {"wandb_log_unique_prompts", Kind::Ignore, kLogging, {}},
       {"log_unique_prompts", Kind::Ignore, kLogging, {}},
       {"log_completions_hub_repo", Kind::Ignore, kHub, {}},
@@ -147,7 +147,6 @@ const std::vector<TrlKey>& table() {
       {"model_init_kwargs", Kind::Ignore, kModelLoad, {}},
       {"router_aux_loss_coef", Kind::Ignore, "dense models only (no MoE router loss)", {}},
       {"fork_threshold_tokens", Kind::Ignore, kTurns, {}},
-      {"request_timeout", Kind::Rename, "worker_timeout_s", {}},
       {"heartbeat_stale_after_s", Kind::Ignore, "generators run in-process or report through the router; worker_timeout_s bounds a request", {}},
       // ---- transformers TrainingArguments ----
       {"overwrite_output_dir", Kind::Ignore, "runs never overwrite each other's files; --resume continues one", {}},
@@ -261,8 +260,8 @@ const std::vector<TrlKey>& table() {
       {"max_prompt_length", Kind::Sentinel, "TRL's null (no truncation): max_prompt_length keeps its default", {}},
       {"max_completion_length", Kind::Sentinel, "null: max_completion_length keeps its default", {}},
       {"token_budget", Kind::Sentinel, "TRL's null (the server's max_model_len): token_budget keeps its default", {}},
-      {"min_p", Kind::Sentinel, "TRL's null: no min-p filter (0)", {}},
-      {"top_k", Kind::Sentinel, "TRL's null: no top-k filter (0)", {}},
+      {"min_p", Kind::Sentinel, "TRL's null: no min-p filter", {}},
+      {"top_k", Kind::Sentinel, "TRL's null: no top-k filter", {}},
       {"eval_steps", Kind::Sentinel, "TRL's null (= logging_steps): eval_steps keeps its default", {}},
       {"save_steps", Kind::Sentinel, "null: save_steps keeps its default", {}},
       {"reward_weights", Kind::Sentinel, "TRL's null: every reward function weighs 1", {}},
@@ -300,6 +299,12 @@ TrlImport translate_trl_config(const json& j, const std::string& source,
   TrlImport out;
   for (const auto& [key, value] : j.items()) {
     const TrlKey* k = find_key(key);
+    TrlKey alias{key.c_str(), Kind::Rename, nullptr, {}};  // a TRL spelling the key table lists
+    if (const ConfigKeyInfo* own = k ? nullptr : find_config_key(train_config_schema(), key, true);
+        own && own->name != key) {
+      alias.text = own->name.c_str();
+      k = &alias;
+    }
     const bool ours = is_own_key(key);
     if (!k || (ours && k->kind != Kind::Sentinel) || (k->kind == Kind::Sentinel && !is_neutral(*k, value))) {
       // One of ours (or unknown: apply() names the nearest key). TRL's scale_rewards was a bool
@@ -322,9 +327,11 @@ TrlImport translate_trl_config(const json& j, const std::string& source,
       case Kind::Ignore:
         out.ignored.push_back({key, value, k->text});
         break;
-      case Kind::Sentinel:
-        out.ignored.push_back({key, value, k->text});
+      case Kind::Sentinel: {  // the value that stays is the key table's default
+        const ConfigKeyInfo* own = find_config_key(train_config_schema(), key);
+        out.ignored.push_back({key, value, std::string(k->text) + (own ? " (default " + own->default_value.dump() + ")" : "")});
         break;
+      }
       case Kind::Neutral:
         if (!is_neutral(*k, value))
           throw Error(source, "key \"" + key + "\": value " + value.dump() + " is not supported: " + k->text,
@@ -350,6 +357,7 @@ TrlImport translate_trl_config(const json& j, const std::string& source,
 std::vector<std::string> trl_known_keys() {
   std::vector<std::string> keys;
   for (const auto& k : table()) keys.push_back(k.name);
+  for (const auto& k : train_config_schema()) keys.insert(keys.end(), k.aliases.begin(), k.aliases.end());
   return keys;
 }
 

@@ -29,8 +29,9 @@ struct RewardInput {
   std::vector<int64_t> completion_ids;
 };
 
-// Receives fault events of a reward (the shape of one events.jsonl line without "time"/"step":
-// {"event": "reward_timeout", "severity", "message", "advice", ...}). Called on the scoring thread.
+// Receives fault events of a reward (the shape of one line of a run's events file, without
+// "time"/"step": {"event": "reward_timeout", "severity", "message", "advice", ...}). Called on the
+// scoring thread.
 using RewardEventSink = std::function<void(const nlohmann::json& event)>;
 
 class RewardFunction {

@@ -10,6 +10,7 @@
 
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/common/json_limits.h"
 #include "core/common/log.h"
 #include "core/common/strings.h"
 #include "core/grpo/optimizer.h"
@@ -27,6 +28,9 @@ namespace {
 // get_rng_state_all(), in rng_cuda.pt.
 using model::generator_state;
 using model::set_generator_state;
+
+// state.json holds the resolved config and a data cursor: small.
+constexpr size_t kMaxStateBytes = size_t(16) << 20;
 
 c10::Device cuda_device(int64_t i) { return c10::Device(c10::kCUDA, c10::DeviceIndex(i)); }
 
@@ -59,20 +63,6 @@ void load_rng(const std::string& path, const std::string& cuda_path) {
   for (int64_t i = 0; i < gpus; ++i) set_generator_state(cuda_device(i), states[size_t(i)]);
 }
 
-std::vector<std::pair<int64_t, std::string>> checkpoint_dirs(const std::string& run_dir) {
-  std::vector<std::pair<int64_t, std::string>> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(path_join(run_dir, "checkpoints"), ec)) {
-    const std::string name = e.path().filename().string();
-    if (!e.is_directory() || !starts_with(name, "step-")) continue;
-    const std::string num = name.substr(5);
-    if (num.empty() || !std::all_of(num.begin(), num.end(), ::isdigit)) continue;
-    out.emplace_back(std::stoll(num), e.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 }  // namespace
 
 nlohmann::json CheckpointState::to_json() const {
@@ -96,38 +86,31 @@ CheckpointState CheckpointState::from_json(const nlohmann::json& j, const std::s
 
 std::string save_checkpoint(RunDirectory& dir, const model::CausalLMImpl& model, const grpo::Optimizer& optimizer,
                             const CheckpointState& state, int64_t keep) {
-  const std::string final_dir = dir.path("checkpoints/step-" + std::to_string(state.step));
-  const std::string tmp = dir.path("checkpoints/.tmp-step-" + std::to_string(state.step) + "-" + std::to_string(::getpid()));
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  if (ec) throw Error(tmp, "cannot create checkpoint directory: " + ec.message());
+  const std::string tmp = dir.checkpoint_temporary(state.step);
   try {
     model::save_adapter(model, tmp);
     optimizer.save(path_join(tmp, "optimizer.pt"));
     save_rng(path_join(tmp, "rng.pt"), path_join(tmp, "rng_cuda.pt"));
     write_file_atomic(path_join(tmp, "state.json"), state.to_json().dump(2) + "\n");
-    write_file_atomic(path_join(tmp, "SHA256SUMS"), sha256sums(tmp));
-    fs::remove_all(final_dir, ec);  // a re-run of the same step after a resume replaces it
-    fs::rename(tmp, final_dir);
-    fsync_directory(fs::path(final_dir).parent_path().string());  // the rename survives a power cut
+    write_file_atomic(path_join(tmp, io::kSha256SumsFile), sha256sums(tmp));
   } catch (const fs::filesystem_error& e) {
+    std::error_code ec;
     fs::remove_all(tmp, ec);
-    throw Error(final_dir, std::string("checkpoint failed: ") + e.code().message());
+    throw Error(dir.checkpoint_dir(state.step), std::string("checkpoint failed: ") + e.code().message());
   } catch (...) {
+    std::error_code ec;
     fs::remove_all(tmp, ec);
     throw;
   }
-  auto all = checkpoint_dirs(dir.root());
-  for (size_t i = 0; keep > 0 && i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove_all(all[i].second, ec);
-  return final_dir;
+  return dir.commit_checkpoint(state.step, tmp, keep);
 }
 
 std::optional<LoadedCheckpoint> find_latest_checkpoint(const std::string& run_dir) {
-  auto all = checkpoint_dirs(run_dir);
+  const RunFolder folder(run_dir);
+  const auto steps = folder.checkpoint_steps();
   std::vector<std::string> skipped;
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    const std::string& d = it->second;
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    const std::string d = folder.checkpoint_dir(*it);
     auto bad = verify_sha256sums(d);
     if (!bad.empty()) {
       skipped.push_back(d + ": " + join(bad, ", ") + " missing or not matching SHA256SUMS");
@@ -135,7 +118,8 @@ std::optional<LoadedCheckpoint> find_latest_checkpoint(const std::string& run_di
       continue;
     }
     try {
-      auto state = CheckpointState::from_json(nlohmann::json::parse(read_file(path_join(d, "state.json"))), d);
+      const std::string state_file = path_join(d, "state.json");
+      auto state = CheckpointState::from_json(parse_json_bounded(read_file(state_file, kMaxStateBytes), state_file), d);
       return LoadedCheckpoint{d, state, skipped};
     } catch (const std::exception& e) {
       skipped.push_back(d + ": " + e.what());
@@ -151,21 +135,6 @@ void restore_checkpoint(const LoadedCheckpoint& ckpt, model::CausalLMImpl& model
   if (file_exists(path_join(ckpt.dir, "rng.pt"))) load_rng(path_join(ckpt.dir, "rng.pt"), path_join(ckpt.dir, "rng_cuda.pt"));
 }
 
-int64_t truncate_metrics(const std::string& run_dir, int64_t step) {
-  const std::string p = path_join(run_dir, "metrics.jsonl");
-  if (!file_exists(p)) return 0;
-  std::string kept;
-  int64_t n = 0;
-  for (const auto& line : split(read_file(p), '\n')) {
-    if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.contains("step")) continue;  // a torn last line is dropped
-    if (j["step"].get<int64_t>() > step) continue;
-    kept += line + "\n";
-    ++n;
-  }
-  write_file_atomic(p, kept);
-  return n;
-}
+int64_t truncate_metrics(const std::string& run_dir, int64_t step) { return RunDirectory(run_dir).truncate_metrics(step); }
 
 }  // namespace grpo::run

@@ -1,4 +1,4 @@
-// Checkpoints of a run: checkpoints/step-<S>/ holds the adapter (PEFT layout), the AdamW moments
+// Checkpoints of a run: RunDirectory::checkpoint_dir(S) (checkpoints/step-<S>/) holds the adapter (PEFT layout), the AdamW moments
 // and step count (optimizer.pt), the global torch RNG (rng.pt; each GPU's in rng_cuda.pt where CUDA is present), and state.json (step, policy version, dataset cursor, metrics
 // position, RNG seed state, the resolved config), with SHA256SUMS over all of it. Written into a
 // temporary directory and renamed into place; the newest few are kept. Loading picks the newest
@@ -43,7 +43,7 @@ std::optional<LoadedCheckpoint> find_latest_checkpoint(const std::string& run_di
 // Loads the adapter and optimizer state of `ckpt` into the model/optimizer.
 void restore_checkpoint(const LoadedCheckpoint& ckpt, model::CausalLMImpl& model, grpo::Optimizer& optimizer);
 
-// Keeps only the metrics.jsonl lines with "step" <= step (atomic rewrite); returns lines kept.
+// RunDirectory(run_dir).truncate_metrics(step): keeps only the metrics lines with "step" <= step.
 int64_t truncate_metrics(const std::string& run_dir, int64_t step);
 
 }  // namespace grpo::run

@@ -1,6 +1,5 @@
 // The async engine (engine.h): construction, events and the bucket, control and retunes, the
-// trainer loop, publication and checkpoints. The pipeline threads (producers, scorer, the
-// trainer's intake of scored groups) are in engine_pipeline.cpp.
+// trainer loop, publication and checkpoints. The pipeline threads are RolloutPipeline's.
 #include "core/run/engine.h"
 
 #include <chrono>
@@ -18,11 +17,11 @@
 #include "core/model/peft_io.h"
 #include "core/run/adapter_import.h"
 #include "core/run/checkpoint.h"
-#include "core/run/engine_group.h"
 #include "core/run/local_generator.h"
 #include "core/run/remote_source.h"
 #include "core/run/sync_trainer.h"
-#include "core/run/tensorboard.h"
+#include "core/run/step_assembler.h"
+#include "core/run/step_logger.h"
 
 namespace grpo::run {
 namespace {
@@ -72,13 +71,16 @@ Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions 
   rewards_ = rollout::RewardSet::from_json(cfg_.reward_funcs, cfg_.reward_weights);
   rewards_.set_event_sink([this](const nlohmann::json& e) { event(e); });  // reward_timeout and friends
   dir_.remove_stale_temporaries();  // left by a trainer that was killed mid-write
-  if (opts_.resume) restore_from_checkpoint();
-  shared_cfg_ = cfg_;
-  const int64_t G = cfg_.num_generations;
-  score_queue_ = std::make_unique<BoundedQueue<std::shared_ptr<Group>>>(
-      static_cast<size_t>(std::max<int64_t>(2, cfg_.prompts_per_step)));
-  rollout_queue_ = std::make_unique<BoundedQueue<std::shared_ptr<Group>>>(
-      static_cast<size_t>(std::max<int64_t>(1, (cfg_.queue_maxsize + G - 1) / G)));
+  PipelineOptions po;
+  po.next_group_id = opts_.resume ? restore_from_checkpoint() : 0;
+  po.policy = &policy_;
+  po.stream = stream_.get();
+  po.rewards = &rewards_;
+  po.rewards_mutex = &rewards_mu_;
+  po.event = [this](nlohmann::json e) { event(std::move(e)); };
+  po.before_generate = opts_.before_generate;
+  pipeline_ = std::make_unique<RolloutPipeline>(cfg_, std::move(po));
+  retuned_cfg_ = cfg_;
   nlohmann::json resolved = cfg_.to_json();
   resolved["output_dir"] = run_dir;
   if (!policy_.model_commit.empty()) resolved["model_revision"] = policy_.model_commit;  // the Hub snapshot, pinned
@@ -96,8 +98,7 @@ Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions 
 
 Engine::~Engine() {
   stop();
-  for (auto& t : threads_)
-    if (t.joinable()) t.join();
+  if (pipeline_) pipeline_->join();
 }
 
 void Engine::add_source(std::unique_ptr<RolloutSource> source) {
@@ -123,7 +124,7 @@ void Engine::event(nlohmann::json e) {
   unwritten_events_.push_back(std::move(e));
   while (!unwritten_events_.empty()) {
     try {
-      dir_.append_jsonl("events.jsonl", unwritten_events_.front());
+      dir_.append_event(unwritten_events_.front());
     } catch (const Error& err) {
       if (unwritten_events_.size() == 1) log_error(std::string(err.what()) + " (events are kept and written later)");
       return;
@@ -135,7 +136,7 @@ void Engine::event(nlohmann::json e) {
 Engine::HeldEvents Engine::held_events() {
   std::lock_guard<std::mutex> lock(events_mu_);
   std::error_code ec;
-  const auto bytes = std::filesystem::file_size(dir_.path("events.jsonl"), ec);
+  const auto bytes = std::filesystem::file_size(dir_.events_path(), ec);
   return {ec ? 0 : static_cast<uint64_t>(bytes), unwritten_events_};
 }
 
@@ -198,12 +199,14 @@ void Engine::pause() {
   std::lock_guard<std::mutex> lock(mu_);
   if (paused_) return;
   paused_ = true;
+  if (pipeline_) pipeline_->set_paused(true);
   control_cv_.notify_all();
 }
 
 void Engine::resume() {
   std::lock_guard<std::mutex> lock(mu_);
   paused_ = false;
+  if (pipeline_) pipeline_->set_paused(false);
   control_cv_.notify_all();
 }
 
@@ -213,10 +216,8 @@ void Engine::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     control_cv_.notify_all();
-    inflight_cv_.notify_all();
   }
-  if (score_queue_) score_queue_->close();
-  if (rollout_queue_) rollout_queue_->close();
+  if (pipeline_) pipeline_->stop();
 }
 
 std::string Engine::retune(const nlohmann::json& changes) {
@@ -228,7 +229,7 @@ std::string Engine::retune(const nlohmann::json& changes) {
       return exists ? "key \"" + key + "\" cannot change on a live run" : "unknown key \"" + key + "\"";
     }
   std::lock_guard<std::mutex> lock(mu_);
-  grpo::TrainConfig probe = shared_cfg_;
+  grpo::TrainConfig probe = retuned_cfg_;
   try {
     nlohmann::json merged = pending_retune_;
     merged.update(changes);
@@ -253,28 +254,21 @@ void Engine::apply_pending_retunes(int64_t step) {
     const auto before = cfg_.to_json();
     for (const auto& [k, v] : changes.items()) old_values[k] = before.at(k);
     cfg_.apply(changes, "retune");
-    shared_cfg_ = cfg_;
+    retuned_cfg_ = cfg_;
     if (changes.contains("reward_weights")) {
       std::lock_guard<std::mutex> rlock(rewards_mu_);
       rewards_.set_weights(cfg_.reward_weights);
     }
     trainer_->retune(cfg_);
-    inflight_cv_.notify_all();  // max_inflight_tasks may have grown
+    pipeline_->set_config(cfg_);
     event({{"event", "retune"}, {"applied_at_step", step}, {"old", old_values}, {"new", changes}});
   }
-}
-
-// Blocks while paused; returns false when stopping.
-bool Engine::wait_while_paused_or_stopping() {
-  std::unique_lock<std::mutex> lock(mu_);
-  control_cv_.wait(lock, [&] { return !paused_ || stopping_.load(); });
-  return !stopping_.load();
 }
 
 double Engine::evaluate(int64_t limit) {
   if (data_.eval.empty()) return NAN;
   const int64_t n = limit > 0 ? limit : cfg_.eval_size;
-  return greedy_accuracy(policy_, rewards_, data_.eval, cfg_, static_cast<size_t>(std::max<int64_t>(0, n)), &rewards_mu_);
+  return eval_accuracy(policy_, rewards_, data_.eval, cfg_, std::max<int64_t>(0, n), &rewards_mu_);
 }
 
 void Engine::publish_version() {
@@ -282,7 +276,7 @@ void Engine::publish_version() {
   // base_model_name_or_path is the name the run was given (a repo id stays a repo id), as
   // transformers' config._name_or_path is the string passed to from_pretrained.
   const std::string d = dir_.publish_adapter(v, [&](const std::string& tmp) { model::save_adapter(*policy_.model, tmp, cfg_.model_name_or_path); },
-                                             cfg_.max_staleness + 2);
+                                             RunDirectory::keep_versions(cfg_.max_staleness));
   version_ = v;
   for (auto& s : sources_) s->on_version_published(v, d);
 }
@@ -291,31 +285,26 @@ void Engine::save_checkpoint_now() {
   CheckpointState st;
   st.step = step_.load();
   st.policy_version = version_.load();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    st.data_cursor = stream_->cursor().to_json();
-    st.next_group_id = next_group_id_;
-  }
+  std::tie(st.data_cursor, st.next_group_id) = pipeline_->cursor();
   st.config = cfg_.to_json();
   save_checkpoint(dir_, *policy_.model, trainer_->optimizer(), st);
 }
 
-void Engine::restore_from_checkpoint() {
+int64_t Engine::restore_from_checkpoint() {
   auto ckpt = find_latest_checkpoint(dir_.root());
   if (!ckpt) {
     // Killed before its first checkpoint: start over at step 0, keeping version names unique.
-    truncate_metrics(dir_.root(), 0);
+    dir_.truncate_metrics(0);
     for (int64_t v : dir_.adapter_versions()) version_ = std::max(version_.load(), v);
     event({{"event", "resume"}, {"checkpoint", nullptr}, {"policy_version", version_.load()},
            {"note", "no intact checkpoint: starting from step 0"}});
-    return;
+    return 0;
   }
   for (const auto& s : ckpt->skipped) event({{"event", "warning"}, {"message", "skipped checkpoint " + s}});
   restore_checkpoint(*ckpt, *policy_.model, trainer_->optimizer());
   step_ = ckpt->state.step;
   stream_->restore(rollout::DataCursor::from_json(ckpt->state.data_cursor));
-  next_group_id_ = ckpt->state.next_group_id;
-  const int64_t kept = truncate_metrics(dir_.root(), ckpt->state.step);
+  const int64_t kept = dir_.truncate_metrics(ckpt->state.step);
   // Adapter names are never reused: versions published after this checkpoint belong to an
   // abandoned timeline, so the checkpoint's weights are published as the next new version.
   int64_t newest = ckpt->state.policy_version;
@@ -325,157 +314,102 @@ void Engine::restore_from_checkpoint() {
   event({{"event", "resume"}, {"checkpoint", ckpt->dir}, {"step", ckpt->state.step},
          {"checkpoint_policy_version", ckpt->state.policy_version}, {"policy_version", version_.load()},
          {"metrics_lines_kept", kept}});
+  return ckpt->state.next_group_id;
 }
 
-std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
+void Engine::start_pipeline() {
   check(state_.load() == EngineState::Idle, "engine", "run() called twice");
   check(!sources_.empty(), "engine", "no rollout sources", "use local_generators >= 1 or add workers");
   state_ = EngineState::Running;
+  started_ = Clock::now();
   event({{"event", "start"}, {"mode", "async"}, {"max_steps", cfg_.max_steps}, {"sources", sources_.size()},
          {"policy_version", version_.load()}});
+  pipeline_->start(sources_);
+}
+
+// A pause holds the trainer here, at a step boundary (the event first, so a reader that sees
+// Paused finds it logged).
+bool Engine::hold_if_paused() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!paused_) return false;
+  event({{"event", "pause"}, {"inflight_samples", pipeline_->inflight_samples()}, {"queued_groups", pipeline_->queued_groups()}});
+  state_ = EngineState::Paused;
+  control_cv_.wait(lock, [&] { return !paused_ || stopping_.load(); });
+  if (stopping_.load()) return true;
+  state_ = EngineState::Running;
+  event({{"event", "resume"}, {"queued_groups", pipeline_->queued_groups()}});
+  return true;
+}
+
+std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
   int local = 0;
   for (auto& s : sources_) local += dynamic_cast<LocalGenerator*>(s.get()) ? 1 : 0;
   BlasThreadScope blas_threads(1 + local);
-  threads_.emplace_back([this] { scorer_loop(); });
-  for (auto& s : sources_) threads_.emplace_back([this, src = s.get()] { producer_loop(src); });
-
-  const auto t_start = Clock::now();
-  auto last_end = Clock::now();
-  TensorBoardWriter tensorboard(dir_.root());  // events.out.tfevents.* beside metrics.jsonl
-  double bp_before = 0, block_before = 0;
-  int64_t tokens_before = 0;
+  start_pipeline();
+  StepLogger logger(dir_, [this](const std::string& what, const std::function<void()>& write) { bucket_write(what, write); });
+  ThroughputAdvisor advisor;
   bool unpublished = false;
   std::string failure;
   try {
     while (step_.load() < cfg_.max_steps && !stopping_.load()) {
-      // Step boundary: pause holds here; retunes apply here.
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        if (paused_) {
-          event({{"event", "pause"}, {"inflight_samples", inflight_samples_}, {"queued_groups", rollout_queue_->size()}});
-          state_ = EngineState::Paused;  // after the event, so a reader that sees Paused finds it logged
-          control_cv_.wait(lock, [&] { return !paused_ || stopping_.load(); });
-          if (stopping_.load()) break;
-          state_ = EngineState::Running;
-          event({{"event", "resume"}, {"queued_groups", rollout_queue_->size()}});
-          last_end = Clock::now();  // paused time is not step time
-        }
-      }
+      if (hold_if_paused()) advisor.restart_window();  // paused time is not step time
+      if (stopping_.load()) break;
       const int64_t step = step_.load() + 1;
       apply_pending_retunes(step);
       std::map<std::string, double> m;
-      auto groups = collect_groups(cfg_.prompts_per_step, m);
+      auto groups = pipeline_->collect(cfg_.prompts_per_step, version_.load(), cfg_.max_staleness, m);
       if (static_cast<int64_t>(groups.size()) < cfg_.prompts_per_step) break;  // stopping
-
-      std::vector<grpo::TrainSample> samples;
-      std::vector<SampleRecord> traces;  // a few per step, as TRL logs a few per version
-      grpo::MetricsWindow reward_window;
-      for (const auto& g : groups) {
-        const auto& cs = g->result.completions;
-        for (size_t i = 0; i < cs.size(); ++i) {
-          if (traces.size() < 8)
-            traces.push_back({step, g->result.policy_version, g->group_id, g->example.prompt_text, g->texts[i],
-                              g->example.answer.value_or(""), cs[i].finish_reason, g->rewards[i], g->advantages[i]});
-          // Unscorable (every reward None: timeout, crash, ...): trained with advantage 0, and counted.
-          reward_window.add("sample/unscorable_frac", std::isnan(g->rewards[i]) ? 1.0 : 0.0);
-          if (cs[i].token_ids.empty()) continue;
-          samples.push_back({g->prompt_ids, cs[i].token_ids, cs[i].logprobs, g->advantages[i],
-                             cs[i].finish_reason == "length", g->result.policy_version});
-          reward_window.add("reward", g->rewards[i]);
-          for (size_t f = 0; f < g->function_names.size(); ++f)
-            reward_window.add("rewards/" + g->function_names[f] + "/mean", g->per_function[f][i]);
-        }
-        double sd = 0, mean = 0, n = 0;
-        for (double r : g->rewards) if (!std::isnan(r)) { mean += r; n += 1; }
-        mean = n > 0 ? mean / n : 0;
-        for (double r : g->rewards) if (!std::isnan(r)) sd += (r - mean) * (r - mean);
-        sd = n > 1 ? std::sqrt(sd / (n - 1)) : 0;
-        reward_window.add("reward_std", sd);
-        reward_window.add("frac_reward_zero_std", sd < 1e-12 ? 1.0 : 0.0);
-      }
-      auto train_metrics = trainer_->step(samples);
-      m.insert(train_metrics.begin(), train_metrics.end());
-      for (const auto& [k, v] : reward_window.reduce()) m[k] = v;
-      step_ = step;
-      unpublished = true;
-      if (step % cfg_.weight_sync_steps == 0) {
-        const auto t_sync = Clock::now();
-        bucket_write("adapter policy-v" + std::to_string(version_.load() + 1), [&] { publish_version(); });
-        unpublished = false;
-        m["perf/weight_sync_s"] = seconds_since(t_sync);
-      }
-
-      // Producer-side metrics of this step's window, and the bottleneck verdict.
-      const auto now = Clock::now();
-      const double step_s = std::chrono::duration<double>(now - last_end).count();
-      last_end = now;
-      int64_t tokens = 0;
-      for (auto& s : sources_) tokens += s->tokens_generated();
-      double bp, block;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        for (const auto& [k, v] : rollout_metrics_.reduce()) m[k] = v;
-        rollout_metrics_.clear();
-        bp = backpressure_s_ - bp_before;
-        block = score_block_s_ - block_before;
-        bp_before = backpressure_s_;
-        block_before = score_block_s_;
-        m["rollout/inflight"] = static_cast<double>(inflight_samples_);
-      }
-      m["rollout/generated_tok_s"] = step_s > 0 ? static_cast<double>(tokens - tokens_before) / step_s : 0.0;
-      tokens_before = tokens;
-      m["perf/step_s"] = step_s;
-      m["epoch"] = static_cast<double>(stream_->epoch());
-      m["trainer_idle_frac"] = step_s > 0 ? m["perf/rollout_wait_s"] / step_s : 0.0;
-      // Producers blocked on a full pipeline (the scorer's own back-pressure is what blocks them,
-      // so it is not added again).
-      m["generation_idle_frac"] = step_s > 0 ? std::min(1.0, block / step_s / static_cast<double>(sources_.size())) : 0.0;
-      m["scorer_idle_frac"] = step_s > 0 ? std::min(1.0, bp / step_s) : 0.0;
-      const double fill = m["sample/rollout_queue_size"] / static_cast<double>(rollout_queue_->capacity());
-      StepReport report{step, cfg_.max_steps, seconds_since(t_start), version_.load(), m, "balanced", ""};
-      if (m["trainer_idle_frac"] < 0.05 && (fill > 0.8 || m["generation_idle_frac"] > 0.2)) {
-        report.verdict = "trainer-bound";
-        report.advice = "generation waits on a full queue: speed up training (larger token_budget, no gradient "
-                        "checkpointing, a faster device) or spend less on generation (fewer local generators)";
-      } else if (m["trainer_idle_frac"] > 0.2 && m["generation_idle_frac"] < 0.05) {
-        report.verdict = "generation-bound";
-        report.advice = "the trainer waits for rollouts: add workers, lower max_completion_length or "
-                        "num_generations, or raise max_staleness and max_inflight_tasks";
-      } else {
-        report.advice = "generation and training keep pace";
-      }
-      if (cfg_.eval_steps > 0 && !data_.eval.empty() && (step % cfg_.eval_steps == 0 || step == cfg_.max_steps)) {
-        // Greedy eval on the trainer's own weights (the generators keep running meanwhile).
-        const double acc = evaluate();
-        if (!std::isnan(acc)) report.metrics["eval/accuracy"] = acc;
-      }
-      for (const auto& t : traces)
-        bucket_write("samples.jsonl", [&] { dir_.append_jsonl("samples.jsonl", {{"step", t.step}, {"policy_version", t.policy_version}, {"group", t.group},
-                                            {"prompt", t.prompt}, {"completion", t.completion}, {"answer", t.answer},
-                                            {"reward", std::isnan(t.reward) ? nlohmann::json() : nlohmann::json(t.reward)},
-                                            {"advantage", t.advantage}, {"finish_reason", t.finish_reason}}); });
-      report.samples = std::move(traces);
-      nlohmann::json rec = {{"step", step}, {"time", wall_time_s()}, {"policy_version", version_.load()},
-                            {"verdict", report.verdict}};
-      for (const auto& [k, v] : report.metrics) rec[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
-      bucket_write("metrics.jsonl", [&] { dir_.append_jsonl("metrics.jsonl", rec); });
+      const StepReport report = train_step(step, groups, std::move(m), advisor, unpublished);
+      logger.log(report);
       // The checkpoint comes after the step's metrics line: a kill -9 between the two then resumes
-      // from the previous checkpoint, where the other order left that step missing from
-      // metrics.jsonl (its checkpoint existed, its line did not).
+      // from the previous checkpoint, where the other order left that step missing from the
+      // metrics (its checkpoint existed, its line did not).
       if (cfg_.save_steps > 0 && step % cfg_.save_steps == 0)
         bucket_write("checkpoint step-" + std::to_string(step), [&] { save_checkpoint_now(); });
-      tensorboard.log_metrics(rec);
       if (on_step) on_step(report);
     }
   } catch (const std::exception& e) {
     failure = e.what();
   }
+  return finish_run(failure, unpublished);
+}
+
+// One optimizer step on scored groups: train, publish when due, the step's metrics and verdict,
+// and the eval when due. `m` holds the intake metrics of collect().
+StepReport Engine::train_step(int64_t step, const std::vector<std::shared_ptr<PipelineGroup>>& groups,
+                              std::map<std::string, double> m, ThroughputAdvisor& advisor, bool& unpublished) {
+  std::vector<const ScoredGroup*> scored;
+  for (const auto& g : groups) scored.push_back(g.get());
+  AssembledStep assembled = assemble_step(step, scored);
+  m.merge(trainer_->step(assembled.samples));
+  for (const auto& [k, v] : assembled.metrics) m[k] = v;
+  step_ = step;
+  unpublished = true;
+  if (step % cfg_.weight_sync_steps == 0) {
+    const auto t_sync = Clock::now();
+    bucket_write("adapter policy-v" + std::to_string(version_.load() + 1), [&] { publish_version(); });
+    unpublished = false;
+    m["perf/weight_sync_s"] = seconds_since(t_sync);
+  }
+  pipeline_->drain_window(m);
+  m["epoch"] = static_cast<double>(pipeline_->epoch());
+  const Verdict verdict = advisor.close_window(m, pipeline_->counters());
+  StepReport report{step, cfg_.max_steps, seconds_since(started_), version_.load(), std::move(m), verdict.verdict, verdict.advice};
+  if (cfg_.eval_steps > 0 && !data_.eval.empty() && (step % cfg_.eval_steps == 0 || step == cfg_.max_steps)) {
+    // Greedy eval on the trainer's own weights (the generators keep running meanwhile).
+    const double acc = evaluate();
+    if (!std::isnan(acc)) report.metrics["eval/accuracy"] = acc;
+  }
+  report.samples = std::move(assembled.traces);
+  return report;
+}
+
+// After the loop: the threads stop, and the final adapter version, checkpoint and adapter/ copy
+// are written (a stop during these writes ends a bucket wait). Rethrows a failure of the loop.
+std::string Engine::finish_run(const std::string& failure, bool unpublished) {
   const bool stopped_early = step_.load() < cfg_.max_steps;
-  stopping_ = true;
   stop();
-  for (auto& t : threads_)
-    if (t.joinable()) t.join();
-  threads_.clear();
+  pipeline_->join();
   if (!failure.empty()) {
     state_ = EngineState::Failed;
     event({{"event", "error"}, {"message", failure}});
@@ -488,7 +422,7 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
   bucket_write("the final checkpoint", [&] { save_checkpoint_now(); });
   bucket_write("adapter/", [&] { model::save_adapter(*policy_.model, dir_.path("adapter"), cfg_.model_name_or_path); });
   event({{"event", stopped_early ? "stop" : "finished"}, {"policy_version", version_.load()},
-         {"dropped_stale_total", dropped_stale_total_}, {"adapter", dir_.path("adapter")}});
+         {"dropped_stale_total", pipeline_->dropped_stale_total()}, {"adapter", dir_.path("adapter")}});
   state_ = EngineState::Finished;
   return dir_.adapter_dir(version_.load());
 }

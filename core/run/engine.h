@@ -1,19 +1,18 @@
-// Engine: the asynchronous GRPO pipeline (DESIGN.md, Threads):
-//
-//   producers (one thread per RolloutSource) -> scorer queue (bounded) -> scorer thread
-//     -> rollout queue (bounded, queue_maxsize samples) -> trainer loop (the caller's thread)
-//
-// Generation and training run at the same time and never wait for each other except through
-// the bounded queues (back-pressure). Every group carries the policy version it was sampled
-// with; the trainer drops groups older than max_staleness (sample/dropped_stale_total) and
-// publishes a new adapter version into the bucket every weight_sync_steps. Control (pause,
-// resume, stop, retune) is thread-safe and takes effect at the next step boundary.
+// Engine: the asynchronous GRPO run (DESIGN.md, Threads). Its RolloutPipeline (producers, the
+// scorer, the bounded queues and the staleness filter) generates while the trainer loop here
+// (the caller's thread) assembles each step from scored groups (StepAssembler), trains,
+// publishes a new adapter version into the bucket every weight_sync_steps, evaluates, logs
+// (StepLogger) and checkpoints. Generation and training never wait for each other except
+// through the bounded queues (back-pressure). Control (pause, resume, stop, retune) is
+// thread-safe and takes effect at the next step boundary.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,13 +22,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/grpo/config.h"
-#include "core/grpo/metrics.h"
 #include "core/grpo/trainer.h"
 #include "core/rollout/dataset_sampler.h"
 #include "core/rollout/reward.h"
-#include "core/run/bounded_queue.h"
 #include "core/run/engine_types.h"
 #include "core/run/policy.h"
+#include "core/run/rollout_pipeline.h"
 #include "core/run/rollout_source.h"
 #include "core/run/run_dir.h"
 
@@ -40,7 +38,7 @@ struct EngineOptions {
   bool resume = false;       // continue from the newest intact checkpoint of the run directory
   // Test seam: called by producers before each generation (e.g. to inject delays).
   std::function<void(const std::string& source)> before_generate;
-  // Called with every event as it happens (events.jsonl gets it too, later if the bucket is full).
+  // Called with every event as it happens (the run's events file gets it too, later if the bucket is full).
   std::function<void(const nlohmann::json& event)> on_event;
 };
 
@@ -71,9 +69,9 @@ public:
   int64_t policy_version() const { return version_.load(); }
   const grpo::TrainConfig& config() const { return cfg_; }  // trainer thread only
   RunDirectory& run_directory() { return dir_; }
-  // The events a full bucket keeps out of events.jsonl for now (they go to the file next, in this
-  // order) and the file's size, taken together while no event can be written: the file's first
-  // `file_bytes` bytes, then `held`, are the events.jsonl to be (RunEndpoint's /grpo/events). The
+  // The events a full bucket keeps out of the events file for now (they go to the file next, in
+  // this order) and the file's size, taken together while no event can be written: the file's
+  // first `file_bytes` bytes, then `held`, are the events file to be (RunEndpoint's /grpo/events). The
   // caller reads the file after, outside the lock. Any thread. (Past 10,000 held events the oldest
   // are dropped unwritten; a client that saw them then skips as many later lines.)
   struct HeldEvents {
@@ -85,20 +83,19 @@ public:
   const std::vector<std::unique_ptr<RolloutSource>>& sources() const { return sources_; }
 
 private:
-  struct Group;
-  void producer_loop(RolloutSource* source);
-  void stream_loop(RolloutSource* source);  // producer_loop for sources that stream()
-  void scorer_loop();
-  std::vector<std::shared_ptr<Group>> collect_groups(int64_t want, std::map<std::string, double>& m);
+  void start_pipeline();
+  bool hold_if_paused();  // at a step boundary; true when it held
   void apply_pending_retunes(int64_t step);
+  StepReport train_step(int64_t step, const std::vector<std::shared_ptr<PipelineGroup>>& groups,
+                        std::map<std::string, double> m, ThroughputAdvisor& advisor, bool& unpublished);
+  std::string finish_run(const std::string& failure, bool unpublished);
   void publish_version();
   void save_checkpoint_now();
   void event(nlohmann::json e);
   // Runs one write into the bucket; while the file system refuses it (full, quota, file size,
   // I/O error) the run pauses here and retries with backoff (engine.cpp). `what` names it.
   void bucket_write(const std::string& what, const std::function<void()>& write);
-  bool wait_while_paused_or_stopping();
-  void restore_from_checkpoint();
+  int64_t restore_from_checkpoint();  // returns the next group id to hand out
 
   grpo::TrainConfig cfg_;              // the trainer's view (changed at step boundaries only)
   EngineOptions opts_;
@@ -109,29 +106,24 @@ private:
   std::unique_ptr<rollout::DatasetStream> stream_;
   rollout::RewardSet rewards_;
   std::vector<std::unique_ptr<RolloutSource>> sources_;
-  std::vector<std::thread> threads_;
+  std::unique_ptr<RolloutPipeline> pipeline_;
+  std::chrono::steady_clock::time_point started_;
 
-  // Shared with producers and the scorer (guarded by mu_).
+  // Control, from any thread (guarded by mu_).
   mutable std::mutex mu_;
   std::mutex rewards_mu_;              // the RewardSet (scorer thread, eval, retuned weights)
-  std::condition_variable control_cv_, inflight_cv_;
-  grpo::TrainConfig shared_cfg_;       // sampling settings producers read
+  std::condition_variable control_cv_;
+  grpo::TrainConfig retuned_cfg_;      // cfg_ as of the last applied retune (new retunes are checked on it)
   nlohmann::json pending_retune_ = nlohmann::json::object();
-  int64_t inflight_samples_ = 0;
-  int64_t next_group_id_ = 0;
-  grpo::MetricsWindow rollout_metrics_;
-  double backpressure_s_ = 0, score_block_s_ = 0;  // cumulative
   bool paused_ = false;
 
-  std::unique_ptr<BoundedQueue<std::shared_ptr<Group>>> score_queue_, rollout_queue_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> stop_requests_{0};
   int stop_requests_at_end_ = -1;      // set when run() starts its final writes
   std::mutex events_mu_;
-  std::deque<nlohmann::json> unwritten_events_;  // events.jsonl refused them (bucket full): retried
+  std::deque<nlohmann::json> unwritten_events_;  // the events file refused them (bucket full): retried
   std::atomic<EngineState> state_{EngineState::Idle};
   std::atomic<int64_t> step_{0}, version_{0};
-  int64_t dropped_stale_total_ = 0;
 };
 
 }  // namespace grpo::run

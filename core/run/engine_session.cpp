@@ -5,7 +5,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -19,42 +18,10 @@
 namespace grpo::run {
 namespace {
 
-// Reads the whole lines appended to a .jsonl file since the last call (a torn last line waits
-// for its newline).
-class JsonlTail {
-public:
-  explicit JsonlTail(std::string path) : path_(std::move(path)) {
-    std::ifstream in(path_, std::ios::binary | std::ios::ate);
-    if (in) offset_ = static_cast<std::streamoff>(in.tellg());
-  }
-  std::vector<nlohmann::json> read_new() {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) return out;
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    if (size <= offset_) return out;
-    in.seekg(offset_);
-    std::string chunk(static_cast<size_t>(size - offset_), '\0');
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    size_t start = 0;
-    for (size_t nl; (nl = chunk.find('\n', start)) != std::string::npos; start = nl + 1) {
-      auto j = nlohmann::json::parse(chunk.substr(start, nl - start), nullptr, false);
-      if (!j.is_discarded() && j.is_object()) out.push_back(std::move(j));
-    }
-    offset_ += static_cast<std::streamoff>(start);
-    return out;
-  }
-
-private:
-  std::string path_;
-  std::streamoff offset_ = 0;
-};
-
-// Run events reach the front end as they happen (EngineOptions::on_event), not when events.jsonl
-// takes them: a full bucket holds back its own bucket_write_failed until space returns. The tail of
-// events.jsonl still delivers what other writers append (a source's final accounting, a line a
-// tool adds); a line whose event already went out live is skipped, once.
+// Run events reach the front end as they happen (EngineOptions::on_event), not when the events
+// file takes them: a full bucket holds back its own bucket_write_failed until space returns. The
+// tail of the events file still delivers what other writers append (a source's final accounting,
+// a line a tool adds); a line whose event already went out live is skipped, once.
 class LiveEvents {
 public:
   static constexpr size_t kMax = 4096;  // events awaiting delivery, and delivered awaiting their line
@@ -143,6 +110,13 @@ struct EngineSession::Impl {
   std::atomic<EngineState> state{EngineState::Idle};
 
   void body(grpo::TrainConfig cfg, SessionOptions options, SessionCallbacks cb);
+  // The watcher thread: workers every kWorkersIntervalMs, events as they come, state changes;
+  // until `done`, then once more for the final events.
+  void watch(JsonlTail& tail, LiveEvents& live, const std::atomic<bool>& done, const SessionCallbacks& cb);
+  // Builds the engine and runs it (the state mirrored meanwhile); returns the final adapter.
+  std::string run_engine(const grpo::TrainConfig& cfg, const SessionOptions& options,
+                         const std::shared_ptr<LiveEvents>& live, const SessionCallbacks& cb,
+                         std::unique_ptr<Engine>& eng, std::string& failure);
 };
 
 EngineSession::EngineSession() : impl_(std::make_unique<Impl>()) {}
@@ -173,85 +147,92 @@ void EngineSession::start(const grpo::TrainConfig& cfg, const std::string& run_d
   });
 }
 
+void EngineSession::Impl::watch(JsonlTail& tail, LiveEvents& live, const std::atomic<bool>& done,
+                                const SessionCallbacks& cb) {
+  EngineState last = EngineState::Idle;
+  WorkerRates rates;
+  auto workers_due = std::chrono::steady_clock::now();
+  auto poll = [&] {
+    if (cb.on_workers && std::chrono::steady_clock::now() >= workers_due) {
+      workers_due = std::chrono::steady_clock::now() + std::chrono::milliseconds(EngineSession::kWorkersIntervalMs);
+      std::vector<WorkerInfo> ws;
+      bool remote = false;
+      {
+        std::lock_guard<std::mutex> lock(mu);  // the engine outlives this while it is set
+        if (auto* r = remote_of(engine)) {
+          remote = true;
+          ws = r->workers();
+        }
+      }
+      rates.rate(ws);
+      if (remote) cb.on_workers(ws);
+    }
+    for (auto& j : live.merge(tail.read_new_records())) {
+      EngineEvent e{j.value("event", std::string()), j.value("time", 0.0), j.value("step", int64_t{0}), j};
+      if (cb.on_event) cb.on_event(e);
+    }
+    const EngineState s = state.load();
+    if (s != last) {
+      last = s;
+      if (cb.on_state) cb.on_state(s);
+    }
+  };
+  while (!done.load()) {
+    poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  }
+  poll();  // the final events (stop/finished/error) and state
+}
+
+std::string EngineSession::Impl::run_engine(const grpo::TrainConfig& cfg, const SessionOptions& options,
+                                            const std::shared_ptr<LiveEvents>& live, const SessionCallbacks& cb,
+                                            std::unique_ptr<Engine>& eng, std::string& failure) {
+  EngineOptions eo;
+  eo.local_generators = options.local_generators >= 0 ? options.local_generators : static_cast<int>(cfg.local_generators);
+  eo.resume = options.resume;
+  eo.on_event = [live](const nlohmann::json& e) { live->push(e); };
+  eng = std::make_unique<Engine>(cfg, cfg.output_dir, eo);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    engine = eng.get();
+    if (want_pause) eng->pause();
+    if (want_stop) eng->stop();
+  }
+  // state mirrors the engine's through the step callback and a small poller below.
+  std::atomic<bool> run_done{false};
+  std::thread mirror([&] {
+    while (!run_done.load()) {
+      state = eng->state();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  std::string adapter;
+  try {
+    adapter = eng->run([&](const StepReport& r) {
+      step = r.step;
+      state = eng->state();
+      if (cb.on_step) cb.on_step(r);
+    });
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  run_done = true;
+  mirror.join();
+  state = eng->state();
+  return adapter;
+}
+
 void EngineSession::Impl::body(grpo::TrainConfig cfg, SessionOptions options, SessionCallbacks cb) {
   std::string adapter, failure;
   std::atomic<bool> done{false};
   std::unique_ptr<Engine> eng;
   std::thread watcher;
   try {
-    // Tail events.jsonl from its current end, so a resumed run reports only what happens now.
-    std::string dir = cfg.output_dir;
-    (void)RunDirectory(dir);  // creates the layout, so the tail has a file to start from
-    auto tail = std::make_shared<JsonlTail>(path_join(dir, "events.jsonl"));
+    // Follow the events file from its current end, so a resumed run reports only what happens now.
+    auto tail = std::make_shared<JsonlTail>(RunDirectory(cfg.output_dir).follow_events());  // creates the layout
     auto live = std::make_shared<LiveEvents>();
-    watcher = std::thread([this, tail, live, &done, &cb] {
-      EngineState last = EngineState::Idle;
-      WorkerRates rates;
-      auto workers_due = std::chrono::steady_clock::now();
-      auto poll = [&] {
-        if (cb.on_workers && std::chrono::steady_clock::now() >= workers_due) {
-          workers_due = std::chrono::steady_clock::now() + std::chrono::milliseconds(EngineSession::kWorkersIntervalMs);
-          std::vector<WorkerInfo> ws;
-          bool remote = false;
-          {
-            std::lock_guard<std::mutex> lock(mu);  // the engine outlives this while it is set
-            if (auto* r = remote_of(engine)) {
-              remote = true;
-              ws = r->workers();
-            }
-          }
-          rates.rate(ws);
-          if (remote) cb.on_workers(ws);
-        }
-        for (auto& j : live->merge(tail->read_new())) {
-          EngineEvent e{j.value("event", std::string()), j.value("time", 0.0), j.value("step", int64_t{0}), j};
-          if (cb.on_event) cb.on_event(e);
-        }
-        const EngineState s = state.load();
-        if (s != last) {
-          last = s;
-          if (cb.on_state) cb.on_state(s);
-        }
-      };
-      while (!done.load()) {
-        poll();
-        std::this_thread::sleep_for(std::chrono::milliseconds(40));
-      }
-      poll();  // the final events (stop/finished/error) and state
-    });
-
-    EngineOptions eo;
-    eo.local_generators = options.local_generators >= 0 ? options.local_generators
-                                                        : static_cast<int>(cfg.local_generators);
-    eo.resume = options.resume;
-    eo.on_event = [live](const nlohmann::json& e) { live->push(e); };
-    eng = std::make_unique<Engine>(cfg, dir, eo);
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      engine = eng.get();
-      if (want_pause) eng->pause();
-      if (want_stop) eng->stop();
-    }
-    // state mirrors the engine's through the step callback and a small poller below.
-    std::atomic<bool> run_done{false};
-    std::thread mirror([&] {
-      while (!run_done.load()) {
-        state = eng->state();
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    });
-    try {
-      adapter = eng->run([&](const StepReport& r) {
-        step = r.step;
-        state = eng->state();
-        if (cb.on_step) cb.on_step(r);
-      });
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-    run_done = true;
-    mirror.join();
-    state = eng->state();
+    watcher = std::thread([this, tail, live, &done, &cb] { watch(*tail, *live, done, cb); });
+    adapter = run_engine(cfg, options, live, cb, eng, failure);
   } catch (const std::exception& e) {
     failure = e.what();
     state = EngineState::Failed;

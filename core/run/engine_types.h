@@ -9,7 +9,7 @@
 
 namespace grpo::run {
 
-// One sampled completion as the run records it (samples.jsonl; the Samples page).
+// One sampled completion as the run records it (its samples file; the Samples page).
 struct SampleRecord {
   int64_t step = 0;
   int64_t policy_version = 0;  // the version it was sampled with

@@ -31,21 +31,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// Numbers N of the entries `<dir>/<prefix>N`, ascending (temporaries and other names skipped).
-std::vector<int64_t> numbered_entries(const std::string& dir, const std::string& prefix) {
-  std::vector<int64_t> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (!e.is_directory() || !starts_with(name, prefix)) continue;
-    const std::string digits = name.substr(prefix.size());
-    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
-    out.push_back(std::stoll(digits));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 std::string list_text(const std::vector<int64_t>& v, const std::string& prefix) {
   if (v.empty()) return "none";
   std::vector<std::string> parts;
@@ -60,37 +45,34 @@ struct Source {
 };
 
 Source resolve_source(const ExportOptions& o) {
-  const std::string adapters = path_join(o.run_dir, "adapters"), checkpoints = path_join(o.run_dir, "checkpoints");
-  const auto versions = numbered_entries(adapters, "policy-v");
-  const auto steps = numbered_entries(checkpoints, "step-");
+  const RunFolder run = RunFolder::open_existing(o.run_dir);
+  const auto versions = run.adapter_versions();
+  const auto steps = run.checkpoint_steps();
   const std::string available =
       "published versions: " + list_text(versions, "") + "; checkpoints: " + list_text(steps, "step-");
   check(!(o.version && o.checkpoint_step), "export", "give either a version or a checkpoint step, not both");
   Source s;
+  if (!o.version && !o.checkpoint_step && !versions.empty()) s.version = versions.back();
+  else if (!o.version && !o.checkpoint_step && !steps.empty()) s.step = steps.back();
   if (o.version) {
-    s.label = "policy-v" + std::to_string(*o.version);
-    s.dir = path_join(adapters, s.label);
     s.version = o.version;
     check(std::count(versions.begin(), versions.end(), *o.version) > 0, o.run_dir,
           "version " + std::to_string(*o.version) + " is not in adapters/ (old versions are deleted as training moves on)",
           available);
   } else if (o.checkpoint_step) {
-    s.label = "step-" + std::to_string(*o.checkpoint_step);
-    s.dir = path_join(checkpoints, s.label);
     s.step = o.checkpoint_step;
     check(std::count(steps.begin(), steps.end(), *o.checkpoint_step) > 0, o.run_dir,
           "checkpoint step " + std::to_string(*o.checkpoint_step) + " is not in checkpoints/", available);
-  } else if (!versions.empty()) {
-    s.version = versions.back();
-    s.label = "policy-v" + std::to_string(*s.version);
-    s.dir = path_join(adapters, s.label);
-  } else if (!steps.empty()) {
-    s.step = steps.back();
-    s.label = "step-" + std::to_string(*s.step);
-    s.dir = path_join(checkpoints, s.label);
+  }
+  if (s.version) {
+    s.label = RunFolder::adapter_name(*s.version);
+    s.dir = run.adapter_dir(*s.version);
+  } else if (s.step) {
+    s.label = RunFolder::checkpoint_name(*s.step);
+    s.dir = run.checkpoint_dir(*s.step);
   } else {
     s.label = "adapter";
-    s.dir = path_join(o.run_dir, "adapter");
+    s.dir = run.path("adapter");
     check(is_directory(s.dir), o.run_dir, "no adapter to export: adapters/, checkpoints/ and adapter/ are empty",
           "is this a run directory? (grpo train --output DIR makes one)");
   }
@@ -307,13 +289,14 @@ std::vector<std::string> vllm_adapter_problems(const std::string& dir) {
 
 ExportResult export_run(const ExportOptions& o) {
   check(!o.run_dir.empty(), "export", "no run directory given");
-  check(file_exists(path_join(o.run_dir, "config.json")), o.run_dir, "no config.json here",
+  const RunFolder run = RunFolder::open_existing(o.run_dir);
+  check(run.has_config(), o.run_dir, std::string("no ") + RunFolder::kConfigFile + " here",
         "give the directory a run was trained into (grpo train --output DIR)");
   const torch::Dtype dt = export_dtype(o.dtype);
   const Source src = resolve_source(o);
-  const json run_config = read_json(path_join(o.run_dir, "config.json"));
+  const json run_config = run.read_config();
   const std::string base_id = run_config.value("model_name_or_path", std::string());
-  check(!base_id.empty(), path_join(o.run_dir, "config.json"), "model_name_or_path is missing");
+  check(!base_id.empty(), run.config_path(), "model_name_or_path is missing");
   const std::string base_name = o.base_model_name.empty() ? base_id : o.base_model_name;
   std::string base_dir = base_id;  // a Hub repo id: its cached snapshot at the run's pinned model_revision
   try {

@@ -1,18 +1,16 @@
-// metrics.jsonl -> CSV and -> TensorBoard.
+// A run's metrics file -> CSV and -> TensorBoard.
 #include "core/run/metrics_export.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
-#include "core/common/files.h"
-#include "core/common/strings.h"
+#include "core/run/run_dir.h"
 #include "core/run/tensorboard.h"
 
 namespace grpo::run {
@@ -20,21 +18,12 @@ namespace {
 
 using json = nlohmann::json;
 
+// Every record; an export refuses a malformed line rather than silently drop a step.
 std::vector<json> read_records(const std::string& run_dir) {
-  const std::string path = path_join(run_dir, "metrics.jsonl");
-  check(file_exists(path), path, "not found", "is this a run directory with at least one finished step?");
-  std::istringstream in(read_file(path));
-  std::vector<json> out;
-  std::string line;
-  int64_t n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (trim(line).empty()) continue;
-    json rec = json::parse(line, nullptr, false);
-    check(!rec.is_discarded() && rec.is_object(), path + ":" + std::to_string(n), "expected one JSON object per line");
-    out.push_back(std::move(rec));
-  }
-  return out;
+  const RunFolder run(run_dir);
+  check(run.has_file(RunFolder::kMetricsFile), run.metrics_path(), "not found",
+        "is this a run directory with at least one finished step?");
+  return run.read_metrics(Malformed::Refuse);
 }
 
 std::string csv_field(const json& v) {

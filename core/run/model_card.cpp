@@ -1,4 +1,4 @@
-// Model card text and the metrics.jsonl summary it quotes.
+// Model card text and the summary of the run's metrics it quotes.
 #include "core/run/model_card.h"
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include "core/common/files.h"
 #include "core/common/strings.h"
 #include "core/run/export.h"
+#include "core/run/run_dir.h"
 
 namespace grpo::run {
 namespace {
@@ -70,18 +71,13 @@ std::string yaml_quote(const std::string& s) { return json(s).dump(); }
 MetricsSummary summarize_metrics(const std::string& run_dir, std::optional<int64_t> max_step,
                                  std::optional<int64_t> max_version) {
   MetricsSummary m;
-  const std::string path = path_join(run_dir, "metrics.jsonl");
-  if (!file_exists(path)) return m;
-  std::istringstream in(read_file(path));
-  std::string line;
-  int64_t line_no = 0;
+  const RunFolder run(run_dir);
+  const std::string path = run.metrics_path();
   std::deque<double> last;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (trim(line).empty()) continue;
-    json rec = json::parse(line, nullptr, false);
-    check(!rec.is_discarded() && rec.is_object() && rec.contains("step") && rec["step"].is_number_integer(),
-          path + ":" + std::to_string(line_no), "expected a JSON object with an integer \"step\"");
+  for (const auto& line : RunFolder::read_jsonl(path).lines) {  // absent: none; a torn last line waits
+    const json& rec = line.record;
+    check(line.well_formed() && rec.contains("step") && rec["step"].is_number_integer(),
+          path + ":" + std::to_string(line.number), "expected a JSON object with an integer \"step\"");
     const int64_t step = rec["step"].get<int64_t>();
     if (max_step && step > *max_step) continue;
     if (max_version && rec.value("policy_version", int64_t(0)) > *max_version) continue;
@@ -148,7 +144,7 @@ std::string model_card(const ModelCardInput& in) {
   o << "| tensor dtype | " << in.dtype << " |\n\n";
 
   o << "## Results\n\n";
-  o << "From `metrics.jsonl` of the run, up to step " << in.metrics.steps << ":\n\n";
+  o << "From `" << RunFolder::kMetricsFile << "` of the run, up to step " << in.metrics.steps << ":\n\n";
   o << "| metric | value |\n|---|---|\n";
   o << "| reward, first step | " << or_dash(in.metrics.first_reward) << " |\n";
   o << "| reward, final step | " << or_dash(in.metrics.final_reward) << " |\n";
@@ -175,7 +171,8 @@ std::string model_card(const ModelCardInput& in) {
       << vllm_max_lora_rank(cfg.value("r", int64_t(8)))
       << "` then `POST /v1/load_lora_adapter` with this folder, or `--lora-modules name=path/to/this/folder`.\n\n";
 
-  o << "## Run config\n\nThe exact `config.json` of the run (TRL key names):\n\n```json\n" << cfg.dump(2) << "\n```\n";
+  o << "## Run config\n\nThe exact `" << RunFolder::kConfigFile << "` of the run (TRL key names):\n\n```json\n"
+    << cfg.dump(2) << "\n```\n";
   return o.str();
 }
 

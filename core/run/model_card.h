@@ -1,7 +1,7 @@
 // README.md model cards for exported adapters and merged models, in the Hugging Face Hub's
 // format: YAML front matter (base_model, library_name, pipeline_tag, tags) and a body saying what
 // was trained, on which task and rewards, for how many steps, how it ended (final reward, eval
-// accuracy, read from metrics.jsonl), how to load it, and the exact run config.
+// accuracy, read from the run's metrics file), how to load it, and the exact run config.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 
 namespace grpo::run {
 
-// What metrics.jsonl says about a run up to a point (a published version or a checkpoint step).
+// What the run's metrics say about it up to a point (a published version or a checkpoint step).
 struct MetricsSummary {
   int64_t steps = 0;                       // the last step counted
   std::optional<double> final_reward;      // "reward" of the last step
@@ -24,9 +24,9 @@ struct MetricsSummary {
   int64_t best_eval_step = 0;
 };
 
-// Reads <run_dir>/metrics.jsonl (absent = empty summary), counting records with
-// step <= max_step and policy_version <= max_version when those are given. Malformed lines are
-// an error naming the line.
+// Reads the run's metrics file (RunFolder; absent = empty summary), counting records with
+// step <= max_step and policy_version <= max_version when those are given. Malformed whole lines
+// are an error naming the line; a torn last line (a run still writing) is not read.
 MetricsSummary summarize_metrics(const std::string& run_dir, std::optional<int64_t> max_step = std::nullopt,
                                  std::optional<int64_t> max_version = std::nullopt);
 

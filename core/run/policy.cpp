@@ -100,4 +100,12 @@ rollout::SamplingParams Policy::sampling_params(const grpo::TrainConfig& cfg, ui
   return s;
 }
 
+rollout::GreedyEval Policy::greedy_eval(rollout::SamplingParams params, int64_t max_prompt_length) const {
+  rollout::GreedyEval how;
+  how.encode = [this, max_prompt_length](const rollout::Example& ex) { return encode_prompt(ex, max_prompt_length); };
+  how.decode = [this](const std::vector<int64_t>& ids) { return decode(ids); };
+  how.params = std::move(params);
+  return how;
+}
+
 }  // namespace grpo::run

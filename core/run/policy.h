@@ -11,6 +11,7 @@
 #include "core/grpo/config.h"
 #include "core/model/causal_lm.h"
 #include "core/rollout/dataset.h"
+#include "core/rollout/greedy_eval.h"
 #include "core/rollout/sampler.h"
 #include "core/text/tokenizer.h"
 
@@ -32,6 +33,9 @@ struct Policy {
   std::vector<int64_t> encode_prompt(const rollout::Example& ex, int64_t max_prompt_length) const;
   std::string decode(const std::vector<int64_t>& ids, bool skip_special = true) const;
   rollout::SamplingParams sampling_params(const grpo::TrainConfig& cfg, uint64_t seed) const;
+  // How rollout::greedy_accuracy evaluates this policy: its prompt encoding (left-truncated to
+  // max_prompt_length; 0 = whole), its decoding, and `params` (the caller's; temperature 0).
+  rollout::GreedyEval greedy_eval(rollout::SamplingParams params, int64_t max_prompt_length) const;
 };
 
 // Loads model_name_or_path (a folder, or a Hub repo id at model_revision in the Hugging Face

@@ -56,7 +56,8 @@ RemoteSourceOptions remote_options_from_config(const grpo::TrainConfig& cfg, con
   o.worker_timeout_s = cfg.worker_timeout_s;
   const std::string model_config = path_join(hub::resolve_model_dir(cfg.model_name_or_path, cfg.model_revision), "config.json");
   if (file_exists(model_config)) o.vocab_size = io::ModelConfig::load(model_config).vocab_size;
-  o.keep_versions = cfg.max_staleness + 1;  // + the one being swapped in = max_staleness + 2 (facts §1.5)
+  // Every version still sampled from; the one being swapped in makes RunDirectory::keep_versions.
+  o.keep_versions = RunDirectory::keep_versions(cfg.max_staleness) - 1;
   o.run_dir = run_dir;
   if (o.discovery) cluster::parse_host_port(o.discovery_address, "discovery_address");  // fail early
   for (const auto& u : o.worker_urls)
@@ -74,8 +75,8 @@ RemoteSource::RemoteSource(RemoteSourceOptions options, std::string name)
 RemoteSource::~RemoteSource() {
   if (!opts_.run_dir.empty() && router_) {
     try {
-      RunDirectory(opts_.run_dir).append_jsonl("events.jsonl", {{"event", "remote_accounting"}, {"source", name_},
-                                                                {"accounting", accounting().to_json()}});
+      RunDirectory(opts_.run_dir).append_event({{"event", "remote_accounting"}, {"source", name_},
+                                                {"accounting", accounting().to_json()}});
     } catch (const std::exception& e) {
       log_warn(name_ + ": " + e.what());
     }
@@ -130,7 +131,7 @@ void RemoteSource::on_version_published(int64_t version, const std::string& adap
 }
 
 std::string RemoteSource::model_for(int64_t version) const {
-  return version == 0 ? router_->base_model() : "policy-v" + std::to_string(version);
+  return version == 0 ? router_->base_model() : RunFolder::adapter_name(version);
 }
 
 void RemoteSource::take_up_new_version() {
@@ -261,7 +262,7 @@ std::vector<RolloutResult> RemoteSource::generate(const std::vector<RolloutReque
   return out;
 }
 
-void RemoteSource::stream(const StreamHooks& hooks) {
+struct RemoteSource::StreamState {
   struct Pending {  // a group with requests out
     RolloutResult result;
     std::vector<std::optional<cluster::CompletionOutcome>> outcomes;
@@ -272,84 +273,104 @@ void RemoteSource::stream(const StreamHooks& hooks) {
   std::map<int64_t, Pending> groups;
   std::map<uint64_t, std::pair<int64_t, size_t>> owner;  // router request id -> (group, index)
   std::deque<RolloutResult> ready;                       // finished, not yet taken by the engine
-  auto settle = [&](int64_t gid) {
-    auto& g = groups.at(gid);
-    if (g.answered < g.outcomes.size()) return;
-    int64_t ok = 0;
-    for (const auto& o : g.outcomes) ok += o->ok ? 1 : 0;
-    if (ok == static_cast<int64_t>(g.outcomes.size())) {
-      for (const auto& o : g.outcomes) g.result.completions.push_back(to_completion(*o));
-      g.result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - g.started).count();
-      ready.push_back(std::move(g.result));  // delivered once the engine takes it
-    } else {
-      {
-        std::lock_guard<std::mutex> lock(acc_mu_);
-        acc_.discarded_completions += ok;
-        ++acc_.failed_batches;
-      }
-      hooks.fail(gid, std::to_string(static_cast<int64_t>(g.outcomes.size()) - ok) + " of " +
-                          std::to_string(g.outcomes.size()) + " completions failed: " + g.error);
+};
+
+// A group whose every completion is answered: ready when all succeeded, else failed whole.
+void RemoteSource::settle(StreamState& st, int64_t gid, const StreamHooks& hooks) {
+  auto& g = st.groups.at(gid);
+  if (g.answered < g.outcomes.size()) return;
+  int64_t ok = 0;
+  for (const auto& o : g.outcomes) ok += o->ok ? 1 : 0;
+  if (ok == static_cast<int64_t>(g.outcomes.size())) {
+    for (const auto& o : g.outcomes) g.result.completions.push_back(to_completion(*o));
+    g.result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - g.started).count();
+    st.ready.push_back(std::move(g.result));  // delivered once the engine takes it
+  } else {
+    {
+      std::lock_guard<std::mutex> lock(acc_mu_);
+      acc_.discarded_completions += ok;
+      ++acc_.failed_batches;
     }
-    groups.erase(gid);
-  };
-  auto collect = [&](double wait_s) {
-    for (auto& [id, outcome] : router_->poll(wait_s)) {
-      const auto [gid, i] = owner.at(id);
-      owner.erase(id);
-      auto& g = groups.at(gid);
-      if (!outcome.ok && g.error.empty()) g.error = outcome.error;
-      g.outcomes[i] = std::move(outcome);
-      ++g.answered;
-      settle(gid);
-    }
-  };
-  while (!hooks.stop()) {
-    try {
-      if (router_ == nullptr || router_->workers_up() == 0) wait_for_a_worker();
-      else take_up_new_version();
-      if (directory_) directory_->poll();
-    } catch (const Error& e) {  // no worker for now: what is out still finishes or times out
-      if (opts_.on_event) opts_.on_event({{"event", "error"}, {"source", name_}, {"message", e.what()}});
-      log_warn(name_ + ": " + e.what());
-    }
-    if (!router_) {  // could not even start (e.g. the discovery port): try again shortly
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      continue;
-    }
-    while (!ready.empty() && hooks.offer(ready.front())) {
-      count_delivered(ready.front());
-      ready.pop_front();
-    }
-    const std::string model = router_->workers_up() > 0 ? model_for(loaded_version_.load()) : std::string();
-    rollout::SamplingParams params;
-    while (ready.empty() && !model.empty()) {  // refill while the engine takes what is done
-      auto r = hooks.next(&params);
-      if (!r) break;
-      auto& g = groups[r->group_id];
-      g.result.group_id = r->group_id;
-      g.result.policy_version = loaded_version_.load();
-      g.result.source = name_;
-      g.started = std::chrono::steady_clock::now();
-      auto reqs = requests_for(*r, params, model);
-      g.outcomes.resize(reqs.size());
-      for (size_t i = 0; i < reqs.size(); ++i)
-        owner[router_->submit(reqs[i], 3 * opts_.worker_timeout_s + 10)] = {r->group_id, i};
-    }
-    collect(0.1);
+    hooks.fail(gid, std::to_string(static_cast<int64_t>(g.outcomes.size()) - ok) + " of " +
+                        std::to_string(g.outcomes.size()) + " completions failed: " + g.error);
   }
-  // Stopping: give up what is out, and report every unfinished group to the engine.
+  st.groups.erase(gid);
+}
+
+void RemoteSource::collect(StreamState& st, double wait_s, const StreamHooks& hooks) {
+  for (auto& [id, outcome] : router_->poll(wait_s)) {
+    const auto [gid, i] = st.owner.at(id);
+    st.owner.erase(id);
+    auto& g = st.groups.at(gid);
+    if (!outcome.ok && g.error.empty()) g.error = outcome.error;
+    g.outcomes[i] = std::move(outcome);
+    ++g.answered;
+    settle(st, gid, hooks);
+  }
+}
+
+bool RemoteSource::tend_workers() {
+  try {
+    if (router_ == nullptr || router_->workers_up() == 0) wait_for_a_worker();
+    else take_up_new_version();
+    if (directory_) directory_->poll();
+  } catch (const Error& e) {  // no worker for now: what is out still finishes or times out
+    if (opts_.on_event) opts_.on_event({{"event", "error"}, {"source", name_}, {"message", e.what()}});
+    log_warn(name_ + ": " + e.what());
+  }
+  return router_ != nullptr;
+}
+
+// Hands over what is done, then sends new groups while the engine takes what is done.
+void RemoteSource::refill(StreamState& st, const StreamHooks& hooks) {
+  while (!st.ready.empty() && hooks.offer(st.ready.front())) {
+    count_delivered(st.ready.front());
+    st.ready.pop_front();
+  }
+  const std::string model = router_->workers_up() > 0 ? model_for(loaded_version_.load()) : std::string();
+  rollout::SamplingParams params;
+  while (st.ready.empty() && !model.empty()) {
+    auto r = hooks.next(&params);
+    if (!r) break;
+    auto& g = st.groups[r->group_id];
+    g.result.group_id = r->group_id;
+    g.result.policy_version = loaded_version_.load();
+    g.result.source = name_;
+    g.started = std::chrono::steady_clock::now();
+    auto reqs = requests_for(*r, params, model);
+    g.outcomes.resize(reqs.size());
+    for (size_t i = 0; i < reqs.size(); ++i)
+      st.owner[router_->submit(reqs[i], 3 * opts_.worker_timeout_s + 10)] = {r->group_id, i};
+  }
+}
+
+// Stopping: give up what is out, and report every unfinished group to the engine.
+void RemoteSource::end_stream(StreamState& st, const StreamHooks& hooks) {
   if (router_) {
     router_->cancel_stream("the run is stopping");
-    collect(0);
+    collect(st, 0, hooks);
   }
-  for (auto& r : ready) {  // answered, never taken: discarded like a failed batch's completions
+  for (auto& r : st.ready) {  // answered, never taken: discarded like a failed batch's completions
     {
       std::lock_guard<std::mutex> lock(acc_mu_);
       acc_.discarded_completions += static_cast<int64_t>(r.completions.size());
     }
     hooks.fail(r.group_id, "the run is stopping");
   }
-  for (auto& [gid, g] : groups) hooks.fail(gid, "the run is stopping");
+  for (auto& [gid, g] : st.groups) hooks.fail(gid, "the run is stopping");
+}
+
+void RemoteSource::stream(const StreamHooks& hooks) {
+  StreamState st;
+  while (!hooks.stop()) {
+    if (!tend_workers()) {  // could not even start (e.g. the discovery port): try again shortly
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    refill(st, hooks);
+    collect(st, 0.1, hooks);
+  }
+  end_stream(st, hooks);
 }
 
 std::vector<WorkerInfo> RemoteSource::workers() const {
@@ -362,7 +383,7 @@ std::vector<WorkerInfo> RemoteSource::workers() const {
     auto name = names_.find(w.url);
     i.name = name != names_.end() ? name->second : w.url.substr(w.url.find("://") == std::string::npos ? 0 : w.url.find("://") + 3);
     i.status = w.state;
-    i.adapter_version = w.adapter.empty() ? 0 : starts_with(w.adapter, "policy-v") ? std::atoll(w.adapter.c_str() + 8) : -1;
+    i.adapter_version = w.adapter.empty() ? 0 : RunFolder::parse_adapter_name(w.adapter).value_or(-1);
     i.inflight = w.inflight;
     i.completed = w.completed;
     i.dispatched = w.dispatched;

@@ -7,7 +7,7 @@
 // on_version_published() only records the version; the next generate() broadcasts the load and
 // unloads versions that left the staleness window (max_staleness + 1 stay
 // registered, loading the new one before unloading the oldest, as TRL does: facts §1.5). Workers joining and leaving become
-// events through `on_event` (the engine's events.jsonl).
+// events through `on_event` (the engine's events file).
 #pragma once
 
 #include <atomic>
@@ -45,7 +45,7 @@ struct RemoteSourceOptions {
   int64_t vocab_size = 0;               // the base model's (config.json); > 0: answers are checked
   double wait_for_workers_s = 30;       // how long generate() waits for a first worker
   int64_t keep_versions = 5;            // registered on workers: max_staleness + 1
-  std::string run_dir;                  // events.jsonl gets the final accounting
+  std::string run_dir;                  // its events file gets the final accounting
   std::function<void(const nlohmann::json&)> on_event;
 };
 
@@ -91,6 +91,13 @@ private:
   void count_delivered(const RolloutResult& r);
   void take_up_new_version();
   std::string model_for(int64_t version) const;
+  // stream()'s parts: the groups it has out, and what it does with them (remote_source.cpp).
+  struct StreamState;
+  bool tend_workers();  // waits for a worker or takes up a new version; false while no router exists
+  void refill(StreamState& st, const StreamHooks& hooks);
+  void collect(StreamState& st, double wait_s, const StreamHooks& hooks);
+  void settle(StreamState& st, int64_t group_id, const StreamHooks& hooks);
+  void end_stream(StreamState& st, const StreamHooks& hooks);
 
   RemoteSourceOptions opts_;
   std::string name_;

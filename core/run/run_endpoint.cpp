@@ -15,6 +15,7 @@
 #include "core/common/files.h"
 #include "core/common/strings.h"
 #include "core/run/engine.h"
+#include "core/run/run_dir.h"
 
 namespace grpo::run {
 namespace {
@@ -28,41 +29,21 @@ using nlohmann::json;
 
 constexpr const char* kBucketPrefix = "/grpo/bucket/";
 
-// The metrics.jsonl records (a torn last line, being appended, is skipped).
-json read_metrics(const std::string& run_dir, int64_t since, bool last_only) {
-  json out = json::array();
-  const std::string p = path_join(run_dir, "metrics.jsonl");
-  if (!file_exists(p)) return out;
-  json last;
-  for (const auto& line : split(read_file(p), '\n')) {
-    if (trim(line).empty()) continue;
-    json rec = json::parse(line, nullptr, false);
-    if (rec.is_discarded() || !rec.is_object()) continue;
-    const int64_t step = rec.value("step", int64_t(-1));
-    if (last_only) last = std::move(rec);
-    else if (step > since) out.push_back(std::move(rec));
-  }
-  return last_only ? last : out;
-}
+// The run's metrics records with step > since (a torn last line, being appended, is not read).
+json read_metrics(const RunFolder& run, int64_t since) { return run.metrics_since(since); }
 
-// events.jsonl's whole lines from index `since` (0-based, in file order), one element each: the
-// record, or {"event":"unreadable","line":N} for a line that is not a JSON object, so a reader's
-// next index is always since + the array's size. A torn last line (being appended) waits. Only
-// the file's first `events.file_bytes` bytes count; then come the events a full bucket holds back
-// (`events.held`): they are the file's next lines, so a client sees a bucket_write_failed while the
-// bucket is full, at the index the line will have.
-json read_events(const std::string& run_dir, int64_t since, const Engine::HeldEvents& events) {
+// The events file's whole lines from index `since` (0-based over non-blank lines, in file order),
+// one element each: the record, or {"event":"unreadable","line":N} for a line that is not a JSON
+// object, so a reader's next index is always since + the array's size. A torn last line (being
+// appended) waits. Only the file's first `events.file_bytes` bytes count; then come the events a
+// full bucket holds back (`events.held`): they are the file's next lines, so a client sees a
+// bucket_write_failed while the bucket is full, at the index the line will have.
+json read_events(const RunFolder& run, int64_t since, const Engine::HeldEvents& events) {
   json out = json::array();
-  const std::string p = path_join(run_dir, "events.jsonl");
-  std::string text = file_exists(p) ? read_file(p) : std::string();
-  if (text.size() > events.file_bytes) text.resize(static_cast<size_t>(events.file_bytes));
   int64_t index = 0;
-  for (size_t start = 0, nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
-    const std::string line = text.substr(start, nl - start);
-    if (trim(line).empty()) continue;
+  for (auto& line : RunFolder::read_jsonl(run.events_path(), 0, events.file_bytes).lines) {
     if (index++ < since) continue;
-    json rec = json::parse(line, nullptr, false);
-    out.push_back(!rec.is_discarded() && rec.is_object() ? rec : json{{"event", "unreadable"}, {"line", index - 1}});
+    out.push_back(line.well_formed() ? std::move(line.record) : json{{"event", "unreadable"}, {"line", index - 1}});
   }
   for (const auto& e : events.held)
     if (index++ >= since) out.push_back(e);
@@ -83,15 +64,15 @@ int64_t since_param(const HttpRequest& req, int64_t fallback) {
   }
 }
 
-// The file under <run_dir>/adapters/ that a bucket request names; HttpError 403/404 otherwise.
-std::string bucket_file(const std::string& run_dir, const std::string& request_path) {
+// The file under the run's adapters/ that a bucket request names; HttpError 403/404 otherwise.
+std::string bucket_file(const RunFolder& run, const std::string& request_path) {
   const std::string rel = cluster::percent_decode(request_path.substr(std::string(kBucketPrefix).size()));
   if (rel.empty()) throw HttpError(404, "name a file: /grpo/bucket/policy-v<N>/<file>", "NotFoundError");
   for (const auto& seg : split(rel, '/'))
     if (seg.empty() || seg == "." || seg == ".." || seg.find('\0') != std::string::npos)
       throw HttpError(403, "bucket path \"" + rel + "\": only plain names below adapters/ are served");
   std::error_code ec;
-  const fs::path root = fs::canonical(fs::path(run_dir) / "adapters", ec);
+  const fs::path root = fs::canonical(run.adapters_dir(), ec);
   if (ec) throw HttpError(404, "this run has no adapters/ directory", "NotFoundError");
   const fs::path file = fs::canonical(root / rel, ec);
   if (ec || !fs::is_regular_file(file, ec))
@@ -139,12 +120,13 @@ void RunEndpoint::start() {
   auto paused = std::make_shared<std::atomic<bool>>(false);
   Engine* engine = &engine_;
   const std::string dir = run_dir_;
+  const RunFolder run(run_dir_);
   const int64_t max_steps = options_.max_steps;
 
-  server_->route("GET", std::string(kBucketPrefix) + "*", [dir](const HttpRequest& req, Reply reply) {
+  server_->route("GET", std::string(kBucketPrefix) + "*", [run](const HttpRequest& req, Reply reply) {
     HttpResponse r;
     r.content_type = "application/octet-stream";
-    r.body = read_file(bucket_file(dir, req.path));
+    r.body = read_file(bucket_file(run, req.path));
     reply.send(std::move(r));
   });
   server_->route("GET", "/grpo/run", [=](const HttpRequest&, Reply reply) {
@@ -155,13 +137,13 @@ void RunEndpoint::start() {
                                         {"policy_version", engine->policy_version()},
                                         {"run_dir", dir},
                                         {"paused", st == EngineState::Paused || paused->load()},
-                                        {"last_metrics", read_metrics(dir, 0, true)}}));
+                                        {"last_metrics", run.last_metrics()}}));
   });
-  server_->route("GET", "/grpo/metrics", [dir](const HttpRequest& req, Reply reply) {
-    reply.send(HttpResponse::json(200, read_metrics(dir, since_param(req, -1), false)));
+  server_->route("GET", "/grpo/metrics", [run](const HttpRequest& req, Reply reply) {
+    reply.send(HttpResponse::json(200, read_metrics(run, since_param(req, -1))));
   });
-  server_->route("GET", "/grpo/events", [dir, engine](const HttpRequest& req, Reply reply) {
-    reply.send(HttpResponse::json(200, read_events(dir, std::max<int64_t>(0, since_param(req, 0)), engine->held_events())));
+  server_->route("GET", "/grpo/events", [run, engine](const HttpRequest& req, Reply reply) {
+    reply.send(HttpResponse::json(200, read_events(run, std::max<int64_t>(0, since_param(req, 0)), engine->held_events())));
   });
   server_->route("POST", "/grpo/run/pause", [=](const HttpRequest&, Reply reply) {
     engine->pause();

@@ -8,10 +8,12 @@
 //                                segments and symlinks leading outside adapters/ -> 403; missing
 //                                files and directories -> 404.
 //   GET  /grpo/run               {"state","step","max_steps","policy_version","run_dir","paused",
-//                                 "last_metrics":{...} (the last metrics.jsonl record, or null)}
-//   GET  /grpo/metrics?since=N   the metrics.jsonl records with step > N (default -1: all), as an array
-//   GET  /grpo/events?since=N    the events.jsonl lines from index N on (0-based, default 0), as an
+//                                 "last_metrics":{...} (the run's last metrics record, or null)}
+//   GET  /grpo/metrics?since=N   the run's metrics records with step > N (default -1: all), as an
+//                                array
+//   GET  /grpo/events?since=N    the run's event lines from index N on (0-based, default 0), as an
 //                                array with one element per line (the next N is N + its size)
+// The run's files are read through RunFolder (run_dir.h).
 //   POST /grpo/run/pause|resume|stop   -> {"ok":true}
 //   POST /grpo/run/retune        body: a JSON object of TRL keys -> {"ok":true}, or 400 with the
 //                                engine's error text (naming the key)

@@ -1,6 +1,7 @@
-// `grpo status`: a run's state read from its directory alone (config.json, metrics.jsonl,
-// events.jsonl, adapters/, checkpoints/), safe while another process is training it: files are
-// only ever replaced atomically or appended whole lines, and a torn last line is ignored.
+// `grpo status`: a run's state read from its directory alone (its config, metrics and events
+// files, adapters/, checkpoints/; through RunFolder, which creates nothing), safe while another
+// process is training it: files are only ever replaced atomically or appended whole lines, and a
+// torn last line is ignored.
 #pragma once
 
 #include <string>

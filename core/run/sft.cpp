@@ -1,5 +1,5 @@
 // Supervised fine-tuning and random checkpoint initialisation (see sft.h). Reading order: the
-// config table, the data (pairs -> token ids), the training step over packed rows, the arith
+// data (pairs -> token ids), the training step over packed rows, the arith
 // eval, run_sft, init_model.
 #include "core/run/sft.h"
 
@@ -31,153 +31,7 @@
 namespace grpo::run {
 using nlohmann::json;
 
-// ---------------------------------------------------------------------------------------------
-// Config keys: one row per key with its setter (which checks type and range) and its value.
-namespace {
-
-struct Key {
-  std::string name;
-  std::function<void(SftConfig&, const json&, const std::string&)> set;
-  std::function<json(const SftConfig&)> get;
-};
-
-[[noreturn]] void bad(const std::string& ctx, const json& v, const std::string& allowed) {
-  throw Error(ctx, "bad value " + v.dump() + " (allowed: " + allowed + ")");
-}
-
-Key int_key(std::string name, int64_t SftConfig::*f, int64_t lo, int64_t hi, std::string allowed) {
-  return {name,
-          [=](SftConfig& c, const json& v, const std::string& ctx) {
-            if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi) bad(ctx, v, allowed);
-            c.*f = v.get<int64_t>();
-          },
-          [=](const SftConfig& c) { return json(c.*f); }};
-}
-Key num_key(std::string name, double SftConfig::*f, double lo, double hi, bool lo_open, std::string allowed) {
-  return {name,
-          [=](SftConfig& c, const json& v, const std::string& ctx) {
-            if (!v.is_number()) bad(ctx, v, allowed);
-            const double x = v.get<double>();
-            if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo)) bad(ctx, v, allowed);
-            c.*f = x;
-          },
-          [=](const SftConfig& c) { return json(c.*f); }};
-}
-Key bool_key(std::string name, bool SftConfig::*f) {
-  return {name,
-          [=](SftConfig& c, const json& v, const std::string& ctx) {
-            if (!v.is_boolean()) bad(ctx, v, "true or false");
-            c.*f = v.get<bool>();
-          },
-          [=](const SftConfig& c) { return json(c.*f); }};
-}
-Key str_key(std::string name, std::string SftConfig::*f, std::vector<std::string> choices = {}) {
-  return {name,
-          [=](SftConfig& c, const json& v, const std::string& ctx) {
-            const std::string allowed = choices.empty() ? "a string" : "one of " + join(choices, ", ");
-            if (!v.is_string()) bad(ctx, v, allowed);
-            if (!choices.empty() && std::find(choices.begin(), choices.end(), v.get<std::string>()) == choices.end())
-              bad(ctx, v, allowed);
-            c.*f = v.get<std::string>();
-          },
-          [=](const SftConfig& c) { return json(c.*f); }};
-}
-
-const std::vector<Key>& keys() {
-  constexpr int64_t big = int64_t(1) << 40;
-  static const std::vector<Key> k = {
-      str_key("model_name_or_path", &SftConfig::model_name_or_path),
-      str_key("train_file", &SftConfig::train_file),
-      str_key("task", &SftConfig::task, {"", "arith"}),
-      int_key("task_difficulty", &SftConfig::task_difficulty, 1, 5, "an integer 1..5"),
-      int_key("eval_size", &SftConfig::eval_size, 0, 100000, "an integer 0..100000"),
-      str_key("output_dir", &SftConfig::output_dir),
-      str_key("save_format", &SftConfig::save_format, {"auto", "checkpoint", "adapter"}),
-      str_key("save_dtype", &SftConfig::save_dtype, {"float32", "bfloat16", "float16"}),
-      int_key("seed", &SftConfig::seed, 0, big, "an integer >= 0"),
-      bool_key("use_lora", &SftConfig::use_lora),
-      int_key("r", &SftConfig::r, 1, 4096, "an integer 1..4096"),
-      num_key("lora_alpha", &SftConfig::lora_alpha, 0, 1e6, true, "a number > 0"),
-      num_key("lora_dropout", &SftConfig::lora_dropout, 0, 0.99, false, "a number in [0, 0.99]"),
-      {"target_modules",
-       [](SftConfig& c, const json& v, const std::string& ctx) {
-         bool ok = v.is_string() || (v.is_array() && !v.empty());
-         if (v.is_array())
-           for (const auto& x : v) ok = ok && x.is_string();
-         if (!ok) bad(ctx, v, "\"all-linear\" or a list of module names such as [\"q_proj\", \"v_proj\"]");
-         c.target_modules = v;
-       },
-       [](const SftConfig& c) { return c.target_modules; }},
-      bool_key("use_rslora", &SftConfig::use_rslora),
-      num_key("learning_rate", &SftConfig::learning_rate, 0, 10, true, "a number in (0, 10]"),
-      str_key("lr_scheduler_type", &SftConfig::lr_scheduler_type, {"constant", "linear", "cosine"}),
-      num_key("warmup_ratio", &SftConfig::warmup_ratio, 0, 1, false, "a number in [0, 1]"),
-      int_key("max_steps", &SftConfig::max_steps, -1, big, "an integer; <= 0 trains num_train_epochs"),
-      int_key("num_train_epochs", &SftConfig::num_train_epochs, 1, 100000, "an integer >= 1"),
-      int_key("per_device_train_batch_size", &SftConfig::per_device_train_batch_size, 1, 1 << 20, "an integer >= 1"),
-      int_key("token_budget", &SftConfig::token_budget, 2, big, "an integer >= 2"),
-      int_key("max_length", &SftConfig::max_length, 2, big, "an integer >= 2"),
-      num_key("max_grad_norm", &SftConfig::max_grad_norm, -1, 1e9, false, "a number; <= 0 disables clipping"),
-      num_key("weight_decay", &SftConfig::weight_decay, 0, 10, false, "a number >= 0"),
-      num_key("adam_beta1", &SftConfig::adam_beta1, 0, 1, false, "a number in [0, 1)"),
-      num_key("adam_beta2", &SftConfig::adam_beta2, 0, 1, false, "a number in [0, 1)"),
-      num_key("adam_epsilon", &SftConfig::adam_epsilon, 0, 1, true, "a number in (0, 1]"),
-      int_key("logging_steps", &SftConfig::logging_steps, 1, big, "an integer >= 1"),
-      int_key("eval_steps", &SftConfig::eval_steps, 0, big, "an integer >= 0 (0: evaluate at the end only)"),
-  };
-  return k;
-}
-
-}  // namespace
-
-std::vector<std::string> sft_config_keys() {
-  std::vector<std::string> names;
-  for (const auto& k : keys()) names.push_back(k.name);
-  return names;
-}
-
-void SftConfig::apply(const json& j, const std::string& source) {
-  check(j.is_object(), source, std::string("expected a JSON/YAML object of keys, got ") + j.type_name());
-  for (const auto& [name, value] : j.items()) {
-    auto it = std::find_if(keys().begin(), keys().end(), [&](const Key& k) { return k.name == name; });
-    if (it == keys().end()) {
-      const std::string near = nearest_name(name, sft_config_keys());
-      throw Error(source, "unknown key \"" + name + "\"",
-                  near.empty() ? "known keys: " + join(sft_config_keys(), ", ") : "did you mean \"" + near + "\"?");
-    }
-    it->set(*this, value, source + ": key \"" + name + "\"");
-  }
-}
-
-void SftConfig::validate(const std::string& source) const {
-  check(!model_name_or_path.empty(), source, "model_name_or_path is required", "a Hugging Face model directory");
-  check(task.empty() != train_file.empty(), source + ": train_file / task",
-        task.empty() ? "give a train_file (JSONL prompt/completion pairs) or task: arith"
-                     : "give either train_file or task: arith, not both");
-  check(!output_dir.empty(), source, "output_dir is required");
-  check(adam_beta1 < 1 && adam_beta2 < 1, source + ": adam_beta1/adam_beta2", "must be < 1");
-  check(use_lora || save_format != "adapter", source + ": save_format",
-        "\"adapter\" needs use_lora: true (a full fine-tune saves a checkpoint)");
-  check(token_budget >= 2, source + ": token_budget", "must be >= 2");
-}
-
-json SftConfig::to_json() const {
-  json j = json::object();
-  for (const auto& k : keys()) j[k.name] = k.get(*this);
-  return j;
-}
-
-std::string SftConfig::resolved_save_format() const {
-  if (save_format != "auto") return save_format;
-  return use_lora ? "adapter" : "checkpoint";
-}
-
-SftConfig load_sft_config(const std::string& path) {
-  SftConfig c;
-  c.apply(grpo::load_config_file(path), path);
-  c.validate(path);
-  return c;
-}
+// (SftConfig and its key table: sft_config.cpp.)
 
 // ---------------------------------------------------------------------------------------------
 // Data: examples with a completion, encoded as the GRPO loop encodes prompts.
@@ -318,30 +172,20 @@ StepStats forward_backward(model::CausalLMImpl& model, const std::vector<SftSamp
   return st;
 }
 
-// Greedy accuracy of the model on arithmetic examples (the `accuracy` reward).
-double greedy_accuracy(Policy& p, const std::vector<rollout::Example>& eval) {
-  if (eval.empty()) return -1;
+// Greedy accuracy on the arithmetic eval split (rollout::greedy_accuracy with the built-in
+// `accuracy`); short completions, as the answers are.
+double sft_eval_accuracy(Policy& p, const std::vector<rollout::Example>& eval) {
   torch::NoGradGuard ng;
   p.model->eval();
-  rollout::Sampler sampler(p.model, p.tokenizer.get());
   rollout::SamplingParams params;
-  params.temperature = 0.0;
   params.max_tokens = 16;
   params.stop_token_ids = p.stop_token_ids;
-  double correct = 0;
-  const size_t chunk = 128;
-  for (size_t s = 0; s < eval.size(); s += chunk) {
-    std::vector<std::vector<int64_t>> prompts;
-    const size_t e = std::min(eval.size(), s + chunk);
-    for (size_t i = s; i < e; ++i) prompts.push_back(p.encode_prompt(eval[i], 0));
-    auto out = sampler.generate(prompts, 1, params);
-    for (size_t i = s; i < e; ++i) {
-      rollout::RewardInput in{eval[i].prompt_text, p.decode(out[i - s][0].token_ids), eval[i].answer, eval[i].metadata};
-      correct += rollout::AccuracyReward::score_one(in).value_or(0.0);
-    }
-  }
+  auto how = p.greedy_eval(params, 0);
+  how.chunk = 128;
+  rollout::Sampler sampler(p.model, p.tokenizer.get());
+  const double acc = rollout::greedy_accuracy(sampler, eval, 0, how);
   p.model->train();
-  return correct / static_cast<double>(eval.size());
+  return acc;
 }
 
 torch::Dtype parse_dtype(const std::string& name, const std::string& ctx) {
@@ -404,17 +248,7 @@ SftResult train_sft(Policy& p, const SftConfig& cfg, const std::function<void(co
   if (p.model->has_lora()) params = p.model->lora_parameters();
   else
     for (const auto& item : p.model->named_base_parameters()) params.push_back(item.value());
-  grpo::OptimizerConfig oc;
-  oc.learning_rate = cfg.learning_rate;
-  oc.lr_scheduler_type = cfg.lr_scheduler_type;
-  oc.warmup_ratio = cfg.warmup_ratio;
-  oc.total_steps = total;
-  oc.max_grad_norm = cfg.max_grad_norm;
-  oc.weight_decay = cfg.weight_decay;
-  oc.beta1 = cfg.adam_beta1;
-  oc.beta2 = cfg.adam_beta2;
-  oc.eps = cfg.adam_epsilon;
-  grpo::Optimizer opt(params, oc);
+  grpo::Optimizer opt(params, grpo::optimizer_config(cfg, total));
 
   SftResult res;
   res.train_examples = N;
@@ -447,7 +281,7 @@ SftResult train_sft(Policy& p, const SftConfig& cfg, const std::function<void(co
     log.epoch = static_cast<double>(seen) / static_cast<double>(N);
     const bool last = step == total;
     if (cfg.task == "arith" && ((cfg.eval_steps > 0 && step % cfg.eval_steps == 0) || (last && cfg.eval_size > 0))) {
-      log.eval_accuracy = greedy_accuracy(p, eval);
+      log.eval_accuracy = sft_eval_accuracy(p, eval);
       if (last) res.eval_accuracy = log.eval_accuracy;
     }
     log.elapsed_s = seconds_since(t0);

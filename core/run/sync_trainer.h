@@ -29,11 +29,12 @@ rollout::DatasetSplit load_examples(const grpo::TrainConfig& cfg);
 // The config's dataset_name/config/revision/columns with `split`.
 rollout::DatasetRef dataset_ref(const grpo::TrainConfig& cfg, const std::string& split);
 
-// Greedy (temperature 0) accuracy on up to `limit` examples (0 = all): the mean of the first
-// reward function over the samples it could score; NaN when none. `rewards_mutex`, when given,
-// is held while scoring (the async engine's scorer shares the RewardSet).
-double greedy_accuracy(Policy& policy, rollout::RewardSet& rewards, const std::vector<rollout::Example>& examples,
-                       const grpo::TrainConfig& cfg, size_t limit, std::mutex* rewards_mutex = nullptr);
+// eval/accuracy of a run: rollout::greedy_accuracy of `policy` on up to `limit` examples (0 =
+// all) with the config's sampling limits, scored by the run's accuracy function; NaN when none
+// could be scored. `rewards_mutex`, when given, is held while scoring (the engine's scorer shares
+// the RewardSet).
+double eval_accuracy(Policy& policy, rollout::RewardSet& rewards, const std::vector<rollout::Example>& examples,
+                     const grpo::TrainConfig& cfg, int64_t limit, std::mutex* rewards_mutex = nullptr);
 
 class SyncTrainer {
 public:
@@ -44,14 +45,14 @@ public:
   // weight_sync_steps and the final one; returns the final adapter's directory.
   std::string run(const std::function<void(const StepReport&)>& on_step = {},
                   const std::atomic<bool>* stop = nullptr);
-  // Greedy accuracy (mean of the first reward function) on up to `limit` eval examples.
+  // eval_accuracy on up to `limit` eval examples (0 = all).
   double evaluate(int64_t limit = 0);
 
   Policy& policy() { return policy_; }
   RunDirectory& run_directory() { return dir_; }
 
 private:
-  std::map<std::string, double> one_step(int64_t step);
+  StepReport one_step(int64_t step);
 
   grpo::TrainConfig cfg_;
   RunDirectory dir_;

@@ -37,11 +37,11 @@ public:
   // Appends one Event for `step` holding every finite value of `metrics` (tag = key). Each
   // record is written with one write(2) on an O_APPEND descriptor, so a reader sees whole records.
   void add_scalars(int64_t step, double wall_time, const std::map<std::string, double>& metrics);
-  // The same from a metrics.jsonl record: {"step":..,"time":..,<metric>:number,...}; non-numbers
+  // The same from a metrics record of a run: {"step":..,"time":..,<metric>:number,...}; non-numbers
   // (verdict strings, nulls) and the bookkeeping keys step/time are skipped.
   void add_metrics_record(const nlohmann::json& record);
   // add_metrics_record for the training loops: event files are a convenience beside
-  // metrics.jsonl, so a failure logs one warning and turns the writer off instead of throwing.
+  // the run's metrics file, so a failure logs one warning and turns the writer off instead of throwing.
   void log_metrics(const nlohmann::json& record) noexcept;
   const std::string& path() const { return path_; }  // "" before the first write
 

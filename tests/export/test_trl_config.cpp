@@ -113,7 +113,7 @@ private Q_SLOTS:
     QVERIFY(has_note(t.translated, "request_timeout", "read as \"worker_timeout_s\""));
     QVERIFY(has_note(t.ignored, "bf16", "precision"));
     QVERIFY(has_note(t.ignored, "torch_dtype", "precision"));
-    QVERIFY(has_note(t.ignored, "report_to", "metrics.jsonl and TensorBoard"));
+    QVERIFY(has_note(t.ignored, "report_to", "metrics file and TensorBoard"));
     QCOMPARE(t.config["dataset_name"], json("trl-lib/DeepMath-103K"));  // ours now: a Hub dataset
     QCOMPARE(t.config["dataset_train_split"], json("train"));
     QVERIFY(has_note(t.ignored, "vllm_server_base_url", "worker_urls"));

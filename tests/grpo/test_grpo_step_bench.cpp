@@ -9,7 +9,7 @@
 #include <cstdlib>
 
 #include "core/common/error.h"
-#include "core/grpo/grpo_step_bench.h"
+#include "tools/grpo_step_bench.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include "core/common/error.h"
 #include "core/io/safetensors.h"
 #include "core/model/causal_lm.h"
-#include "core/model/forward_bench.h"
+#include "tools/forward_bench.h"
 #include "core/model/inspect.h"
 #include "core/model/kv_cache.h"
 #include "core/model/peft_io.h"

@@ -4,7 +4,7 @@
 #include <QtTest/QtTest>
 
 #include "core/common/error.h"
-#include "core/rollout/generate_bench.h"
+#include "tools/generate_bench.h"
 
 class TestGenerateBench : public QObject {
   Q_OBJECT

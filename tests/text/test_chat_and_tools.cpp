@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "core/common/error.h"
-#include "core/text/chat_command.h"
-#include "core/text/tokenize_command.h"
+#include "tools/chat_command.h"
+#include "tools/tokenize_command.h"
 #include "core/text/tokenizer.h"
 #include "tests/text/test_util.h"
 

@@ -4,7 +4,7 @@
 // BENCHMARKS.md), never an assertion here.
 #include <QtTest/QtTest>
 
-#include "core/text/tokenizer_bench.h"
+#include "tools/tokenizer_bench.h"
 
 class TestTokenizerBench : public QObject {
   Q_OBJECT

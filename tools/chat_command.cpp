@@ -1,5 +1,5 @@
 // `grpo inspect chat`: see chat_command.h.
-#include "core/text/chat_command.h"
+#include "tools/chat_command.h"
 
 #include <istream>
 #include <ostream>

@@ -1,7 +1,7 @@
 // bench_grpo_step: builds the model, adapter and a ragged GRPO batch, writes them for the Python
 // baseline, times our trainer's steps, runs the baseline, checks both agree, reports tokens/s.
 #include "core/common/bench_stats.h"
-#include "core/grpo/grpo_step_bench.h"
+#include "tools/grpo_step_bench.h"
 
 #include <algorithm>
 #include <chrono>
@@ -17,7 +17,7 @@
 #include "core/common/files.h"
 #include "core/grpo/trainer.h"
 #include "core/model/causal_lm.h"
-#include "core/model/forward_bench.h"
+#include "tools/forward_bench.h"
 #include "core/model/peft_io.h"
 #include "core/model/weights.h"
 

@@ -1,6 +1,6 @@
 // Tokenizer benchmark: see tokenizer_bench.h.
 #include "core/common/bench_stats.h"
-#include "core/text/tokenizer_bench.h"
+#include "tools/tokenizer_bench.h"
 
 #include <algorithm>
 #include <chrono>

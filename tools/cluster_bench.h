@@ -78,7 +78,7 @@ struct WorkerRunSettings {
 };
 grpo::TrainConfig worker_run_config(const WorkerRunSettings& settings, const std::string& run_dir);
 
-// A finished (or stopped) run's figures from its metrics.jsonl and events.jsonl: steps,
+// A finished (or stopped) run's figures from its metrics and events files: steps,
 // steps_per_min (after `warmup_steps`), completions_per_s (trained), rollout_s_mean,
 // dropped_stale_total, the sources' accounting summed, samples_lost (router answers that reached
 // neither the trainer nor a discarded batch, plus unbalanced dispatches), in_queues_at_end

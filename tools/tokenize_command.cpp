@@ -1,5 +1,5 @@
 // `grpo inspect tokenize`: see tokenize_command.h.
-#include "core/text/tokenize_command.h"
+#include "tools/tokenize_command.h"
 
 #include <istream>
 #include <ostream>

@@ -1,4 +1,4 @@
-#include "core/run/engine_bench.h"
+#include "tools/engine_bench.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,11 +12,12 @@
 #include "core/common/timing.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
-#include "core/model/forward_bench.h"
+#include "tools/forward_bench.h"
 #include "core/model/peft_io.h"
 #include "core/model/weights.h"
 #include "core/grpo/config.h"
 #include "core/run/engine.h"
+#include "core/run/run_dir.h"
 #include "core/run/sync_trainer.h"
 
 namespace fs = std::filesystem;
@@ -74,9 +75,7 @@ grpo::TrainConfig bench_config(const std::string& model, const AsyncBenchOptions
 nlohmann::json sum_metrics(const std::string& run_dir, const std::vector<std::string>& keys) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& k : keys) out[k] = 0.0;
-  for (const auto& line : split(read_file(path_join(run_dir, "metrics.jsonl")), '\n')) {
-    if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line);
+  for (const auto& j : RunFolder(run_dir).read_metrics(Malformed::Refuse)) {
     for (const auto& k : keys)
       if (j.contains(k) && j[k].is_number()) out[k] = out[k].get<double>() + j[k].get<double>();
   }

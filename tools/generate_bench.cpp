@@ -1,7 +1,7 @@
 // bench_generate: builds the model and the prompts, times Sampler::generate with and without
 // prefix sharing, reports tokens/s.
 #include "core/common/bench_stats.h"
-#include "core/rollout/generate_bench.h"
+#include "tools/generate_bench.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,7 +12,7 @@
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/model/causal_lm.h"
-#include "core/model/forward_bench.h"
+#include "tools/forward_bench.h"
 #include "core/model/weights.h"
 #include "core/rollout/sampler.h"
 

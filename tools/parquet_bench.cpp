@@ -1,6 +1,6 @@
 // Parquet read benchmark: see parquet_bench.h.
 #include "core/common/bench_stats.h"
-#include "core/io/parquet_bench.h"
+#include "tools/parquet_bench.h"
 
 #include <algorithm>
 #include <chrono>

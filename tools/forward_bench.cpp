@@ -1,6 +1,6 @@
 // bench_forward: GEMM peak, prefill and LoRA fwd+bwd timing, FLOP accounting, MFU.
 #include "core/common/bench_stats.h"
-#include "core/model/forward_bench.h"
+#include "tools/forward_bench.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,7 +1,7 @@
 // `grpo bench cluster`: straggler, adapter distribution and scaling with real `grpo worker`
 // processes on loopback. Each figure comes from real runs: a fresh set of workers per engine run
 // (their adapter names start over with the run), the Router for loads and completions.
-#include "core/run/cluster_bench.h"
+#include "tools/cluster_bench.h"
 
 #include <QCoreApplication>
 #include <QProcess>
@@ -146,14 +146,9 @@ grpo::TrainConfig worker_run_config(const WorkerRunSettings& w, const std::strin
 }
 
 nlohmann::json summarize_worker_run(const std::string& run_dir, int64_t warmup_steps) {
-  std::vector<nlohmann::json> metrics, events;
-  for (auto* v : {&metrics, &events}) {
-    const std::string f = path_join(run_dir, v == &metrics ? "metrics.jsonl" : "events.jsonl");
-    if (!file_exists(f)) continue;
-    for (const auto& line : split(read_file(f), '\n'))
-      if (!line.empty()) v->push_back(nlohmann::json::parse(line));
-  }
-  const auto cfg = nlohmann::json::parse(read_file(path_join(run_dir, "config.json")));
+  const RunFolder run(run_dir);
+  const auto metrics = run.read_metrics(Malformed::Refuse), events = run.read_events(Malformed::Refuse);
+  const auto cfg = run.read_config();
   const int64_t G = cfg.at("num_generations").get<int64_t>(), pps = cfg.at("prompts_per_step").get<int64_t>();
   const int64_t steps = static_cast<int64_t>(metrics.size());
   // Steps w+1..steps over the time since step w ended (the first steps include workers joining).
@@ -195,7 +190,7 @@ nlohmann::json summarize_worker_run(const std::string& run_dir, int64_t warmup_s
   const int64_t in_queues = n("delivered_completions") - trained - dropped;
   const int64_t capacity = ((cfg.value("queue_maxsize", int64_t(0)) + G - 1) / G + std::max<int64_t>(2, pps) +
                             std::max<int64_t>(1, sources) * pps) * G;
-  if (sources == 0) violations.push_back("no remote_accounting event in " + run_dir + "/events.jsonl");
+  if (sources == 0) violations.push_back("no remote_accounting event in " + run.events_path());
   if (in_queues < 0 || in_queues > capacity)
     violations.push_back("delivered - trained - dropped = " + std::to_string(in_queues) + ", expected 0.." +
                          std::to_string(capacity));
@@ -302,7 +297,7 @@ nlohmann::json straggler_run(const ClusterBenchOptions& o, const Scratch& s, con
     auto remote = [&](std::vector<std::string> urls, const std::string& name) {
       auto ro = remote_options_from_config(cfg, run_dir);
       ro.worker_urls = std::move(urls);
-      ro.on_event = [run_dir](const nlohmann::json& e) { RunDirectory(run_dir).append_jsonl("events.jsonl", e); };
+      ro.on_event = [run_dir](const nlohmann::json& e) { RunDirectory(run_dir).append_event(e); };
       return std::make_unique<RemoteSource>(ro, name);
     };
     if (sync) engine.add_source(std::make_unique<SyncGate>(remote(ws.urls, "workers"), &engine));
@@ -543,9 +538,7 @@ nlohmann::json bench_soak(const SoakBenchOptions& o) {
   double peak = at_warm;
   for (size_t i = warm; i < rss.size(); ++i) peak = std::max(peak, rss[i]["rss_mb"].get<double>());
   int64_t left = 0, joined = 0;
-  for (const auto& line : split(read_file(path_join(run_dir, "events.jsonl")), '\n')) {
-    if (line.empty()) continue;
-    const auto e = nlohmann::json::parse(line);
+  for (const auto& e : RunFolder(run_dir).read_events(Malformed::Refuse)) {
     left += e.value("event", "") == "worker_left" ? 1 : 0;
     joined += e.value("event", "") == "worker_joined" ? 1 : 0;
   }

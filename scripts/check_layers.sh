@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The layering rules that a compiler cannot check (docs/ARCHITECTURE.md), as one test:
+#  1. only core/run/run_dir.* spells the names of a run's JSONL files (everything else asks RunDirectory);
+#  2. ui/ includes no core header outside the facade, core/api/;
+#  3. no function in core/run is longer than 80 lines (scripts/function_lengths.py).
+# Exits non-zero naming every violation. Run from anywhere: scripts/check_layers.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+status=0
+names=$(grep -rn 'metrics\.jsonl\|samples\.jsonl\|events\.jsonl' core ui app --include='*.cpp' --include='*.h' | grep -v '^core/run/run_dir\.')
+if [ -n "$names" ]; then
+  echo "run file names spelled outside core/run/run_dir.* (use RunDirectory's names and methods):"
+  echo "$names"
+  status=1
+fi
+includes=$(grep -rn '#include "core/' ui --include='*.cpp' --include='*.h' | grep -v '#include "core/api/')
+if [ -n "$includes" ]; then
+  echo "ui/ includes core headers outside the facade core/api/:"
+  echo "$includes"
+  status=1
+fi
+if ! python3 scripts/function_lengths.py --max 80 --top 3 core/run; then
+  echo "a function in core/run is longer than 80 lines (listed above)"
+  status=1
+fi
+[ "$status" = 0 ] && echo "layers: ok"
+exit "$status"

@@ -1,0 +1,299 @@
+// RunFolder / RunDirectory / JsonlTail (core/run/run_dir.h), the one reader and writer of a run
+// folder, and SHA-256 / SHA256SUMS (core/io/sha256sums.h):
+// - names policy-v<N> and step-<S> round-trip; odd names (policy-vX, policy-v-1, temporaries,
+//   files) are not listed;
+// - a read-only open of a missing folder names the path and creates nothing, nor do readers or
+//   `grpo status` of an existing run;
+// - JSONL reading: a torn last line is never returned, malformed whole lines are skipped and
+//   counted or refused naming file:line; the tail follows appends across a torn line and
+//   restarts on a rewritten file; read_samples reads only the end;
+// - bounded reads: an oversized or deeply nested config, a JSONL range past the read limit;
+// - truncate_metrics keeps the lines with step <= S verbatim;
+// - SHA-256 against FIPS 180-4 vectors and Qt's QCryptographicHash; SHA256SUMS written, verified,
+//   tampering and malformed lines detected.
+#include <QtTest>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <QCryptographicHash>
+#include <QTemporaryDir>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "core/common/files.h"
+#include "core/io/sha256sums.h"
+#include "core/run/run_dir.h"
+#include "core/run/run_status.h"
+#include "../common/error_of.h"
+
+namespace fs = std::filesystem;
+using grpo::testing::error_of;
+using namespace grpo::run;
+using nlohmann::json;
+
+namespace {
+
+void append_raw(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out << bytes;
+}
+
+std::vector<int64_t> steps_of(const std::vector<json>& records) {
+  std::vector<int64_t> out;
+  for (const auto& r : records) out.push_back(r.value("step", int64_t(-1)));
+  return out;
+}
+
+}  // namespace
+
+class TestRunDir : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir tmp_;
+  std::string dir(const char* name) const { return tmp_.path().toStdString() + "/" + name; }
+
+private Q_SLOTS:
+  void names_round_trip_and_odd_ones_are_refused() {
+    QCOMPARE(RunFolder::adapter_name(3), std::string("policy-v3"));
+    QCOMPARE(RunFolder::checkpoint_name(12), std::string("step-12"));
+    QCOMPARE(RunFolder::parse_adapter_name("policy-v3").value_or(-9), int64_t(3));
+    QCOMPARE(RunFolder::parse_adapter_name("policy-v0").value_or(-9), int64_t(0));
+    QCOMPARE(RunFolder::parse_checkpoint_name("step-40").value_or(-9), int64_t(40));
+    for (const char* bad : {"policy-vX", "policy-v-1", "policy-v", "policy-v+1", "policy-v3x", " policy-v3",
+                            "policy-v1234567890123456789", ".tmp-policy-v3-77", "step-3", "policy-v３"})
+      QVERIFY2(!RunFolder::parse_adapter_name(bad), bad);
+    for (const char* bad : {"step-", "step-x", "step--2", "step-2.5", "policy-v2", "step-1e3"})
+      QVERIFY2(!RunFolder::parse_checkpoint_name(bad), bad);
+  }
+
+  void listings_skip_odd_names() {
+    RunDirectory d(dir("listings"));
+    for (const char* sub : {"policy-v1", "policy-v10", "policy-v2", "policy-vX", "policy-v-1", "policy-v",
+                            ".tmp-policy-v3-123"})
+      fs::create_directories(d.path(std::string("adapters/") + sub));
+    grpo::write_file_atomic(d.path("adapters/policy-v7"), "a file, not a version");
+    for (const char* sub : {"step-5", "step-20", "step-x", "step-", ".tmp-step-30-1"})
+      fs::create_directories(d.path(std::string("checkpoints/") + sub));
+    QCOMPARE(d.adapter_versions(), (std::vector<int64_t>{1, 2, 10}));
+    QCOMPARE(d.checkpoint_steps(), (std::vector<int64_t>{5, 20}));
+    QCOMPARE(d.adapter_dir(10), d.path("adapters/policy-v10"));
+    QCOMPARE(d.checkpoint_dir(20), d.path("checkpoints/step-20"));
+    d.remove_stale_temporaries();
+    QVERIFY(!fs::exists(d.path("adapters/.tmp-policy-v3-123")));
+    QVERIFY(!fs::exists(d.path("checkpoints/.tmp-step-30-1")));
+  }
+
+  void read_only_open_creates_nothing() {
+    const std::string missing = dir("no-such-run");
+    CHECK_ERROR_CONTAINS(error_of([&] { RunFolder::open_existing(missing); }), missing, "not a directory");
+    QVERIFY(!fs::exists(missing));
+    CHECK_ERROR_CONTAINS(error_of([&] { read_run_status(missing); }), missing, "not a directory");
+    QVERIFY(!fs::exists(missing));
+    // A plain view reads a missing folder as empty, and still creates nothing.
+    const RunFolder view(missing);
+    QVERIFY(view.read_metrics().empty());
+    QVERIFY(view.read_events().empty());
+    QVERIFY(view.read_samples(10).empty());
+    QVERIFY(view.adapter_versions().empty());
+    QVERIFY(view.checkpoint_steps().empty());
+    QVERIFY(view.last_metrics().is_null());
+    CHECK_ERROR_CONTAINS(error_of([&] { view.read_config(); }), missing + "/config.json", "not a run directory");
+    QVERIFY(!fs::exists(missing));
+    // A file is not a run folder either.
+    grpo::write_file_atomic(dir("a-file"), "x");
+    CHECK_ERROR_CONTAINS(error_of([&] { RunFolder::open_existing(dir("a-file")); }), "a-file", "not a directory");
+
+    // `grpo status` of a run folder holding only its config creates no adapters/, checkpoints/, export/.
+    const std::string bare = dir("bare-run");
+    fs::create_directories(bare);
+    grpo::write_file_atomic(bare + "/config.json", R"({"model_name_or_path":"m","max_steps":4})");
+    append_raw(bare + "/metrics.jsonl", "{\"step\":1,\"reward\":0.5}\n{\"step\":2,\"reward\":0.75}\n{\"step\":3");
+    const auto st = read_run_status(bare);
+    QCOMPARE(st["step"].get<int64_t>(), int64_t(2));
+    QCOMPARE(st["state"].get<std::string>(), std::string("created"));
+    for (const char* sub : {"adapters", "checkpoints", "export"}) QVERIFY2(!fs::exists(bare + "/" + sub), sub);
+  }
+
+  void jsonl_readers_skip_or_refuse_malformed_lines() {
+    RunDirectory d(dir("malformed"));
+    d.append_metrics({{"step", 1}});
+    append_raw(d.metrics_path(), "not json\n\n[1,2]\n");
+    d.append_metrics({{"step", 2}});
+    append_raw(d.metrics_path(), "{\"step\":3,\"loss\":");  // torn: being appended
+    int64_t malformed = -1;
+    QCOMPARE(steps_of(d.read_metrics(Malformed::Skip, &malformed)), (std::vector<int64_t>{1, 2}));
+    QCOMPARE(malformed, int64_t(2));
+    CHECK_ERROR_CONTAINS(error_of([&] { d.read_metrics(Malformed::Refuse); }), d.metrics_path() + ":2",
+                         "expected one JSON object per line");
+    QCOMPARE(steps_of(d.metrics_since(1)), (std::vector<int64_t>{2}));
+    QCOMPARE(d.last_metrics()["step"].get<int64_t>(), int64_t(2));
+    // Line numbers count blank lines; the torn line starts at next_offset.
+    const auto chunk = RunFolder::read_jsonl(d.metrics_path());
+    QCOMPARE(chunk.lines.size(), size_t(4));
+    QCOMPARE(chunk.lines[2].number, int64_t(4));
+    QCOMPARE(chunk.lines[3].number, int64_t(5));
+    QCOMPARE(chunk.next_line, int64_t(6));
+    QCOMPARE(chunk.next_offset, uint64_t(fs::file_size(d.metrics_path()) - std::string("{\"step\":3,\"loss\":").size()));
+    // An end offset cuts like a shorter file: only whole lines before it.
+    QCOMPARE(RunFolder::read_jsonl(d.metrics_path(), 0, 5).lines.size(), size_t(0));
+    QCOMPARE(RunFolder::read_jsonl(d.metrics_path(), 0, 13).lines.size(), size_t(1));
+    // A line nested deeper than the JSON limit is malformed, not a stack overflow later.
+    append_raw(d.events_path(), std::string(1000, '[') + std::string(1000, ']') + "\n");
+    d.append_event({{"event", "start"}});
+    QCOMPARE(d.read_events(Malformed::Skip, &malformed).size(), size_t(1));
+    QCOMPARE(malformed, int64_t(1));
+  }
+
+  void tail_follows_appends_across_a_torn_line() {
+    RunDirectory d(dir("tail"));
+    d.append_event({{"event", "old"}});
+    JsonlTail from_start(d.events_path());
+    JsonlTail from_now = d.follow_events();
+    QCOMPARE(from_start.read_new().size(), size_t(1));
+    QVERIFY(from_now.read_new().empty());
+    d.append_event({{"event", "a"}});
+    d.append_event({{"event", "b"}});
+    append_raw(d.events_path(), "{\"event\":\"c\",");  // torn
+    auto got = from_now.read_new_records();
+    QCOMPARE(got.size(), size_t(2));
+    QCOMPARE(got[1]["event"].get<std::string>(), std::string("b"));
+    const uint64_t at = from_now.offset();
+    QVERIFY(from_now.read_new().empty());  // the torn line waits
+    QCOMPARE(from_now.offset(), at);
+    append_raw(d.events_path(), "\"step\":4}\n");  // ... until its newline
+    got = from_now.read_new_records();
+    QCOMPARE(got.size(), size_t(1));
+    QCOMPARE(got[0]["step"].get<int64_t>(), int64_t(4));
+    append_raw(d.events_path(), "garbage\n");
+    const auto lines = from_now.read_new();
+    QCOMPARE(lines.size(), size_t(1));
+    QVERIFY(!lines[0].well_formed());
+    QCOMPARE(from_now.malformed(), int64_t(1));
+    QCOMPARE(from_start.read_new().size(), size_t(4));  // a, b, c, garbage
+    // A file rewritten shorter (truncate_metrics on resume) is followed from its start again.
+    grpo::write_file_atomic(d.events_path(), "{\"event\":\"new\"}\n");
+    got = from_start.read_new_records();
+    QCOMPARE(got.size(), size_t(1));
+    QCOMPARE(got[0]["event"].get<std::string>(), std::string("new"));
+    // A tail of a file that does not exist yet reads it once it appears.
+    JsonlTail later(d.samples_path());
+    QVERIFY(later.read_new().empty());
+    d.append_sample({{"step", 1}});
+    QCOMPARE(later.read_new().size(), size_t(1));
+  }
+
+  void read_samples_reads_the_last_rows() {
+    RunDirectory d(dir("samples"));
+    for (int i = 1; i <= 3000; ++i) d.append_sample({{"step", i}, {"completion", std::string(500, 'x')}});
+    append_raw(d.samples_path(), "{\"step\":3001");  // torn
+    const auto last = d.read_samples(5);
+    QCOMPARE(steps_of(last), (std::vector<int64_t>{2996, 2997, 2998, 2999, 3000}));
+    const auto all = d.read_samples(100000);  // more than the file has: all of it (1.5 MB, several windows)
+    QCOMPARE(all.size(), size_t(3000));
+    QCOMPARE(all.front()["step"].get<int64_t>(), int64_t(1));
+    QVERIFY(d.read_samples(0).empty());
+  }
+
+  void reads_are_bounded() {
+    RunDirectory d(dir("bounded"));
+    // Config: missing, oversized, too deep, not an object.
+    CHECK_ERROR_CONTAINS(error_of([&] { d.read_config(); }), d.config_path(), "missing");
+    {
+      std::ofstream out(d.config_path(), std::ios::binary);
+      out << "{\"pad\":\"" << std::string(RunFolder::kMaxConfigBytes, 'x') << "\"}";
+    }
+    CHECK_ERROR_CONTAINS(error_of([&] { d.read_config(); }), d.config_path(), "exceeds the limit");
+    grpo::write_file_atomic(d.config_path(), std::string(200, '[') + std::string(200, ']'));
+    CHECK_ERROR_CONTAINS(error_of([&] { d.read_config(); }), d.config_path(), "deeper");
+    grpo::write_file_atomic(d.config_path(), "[1]");
+    CHECK_ERROR_CONTAINS(error_of([&] { d.read_config(); }), d.config_path(), "expected a JSON object");
+    d.write_config({{"r", 8}});
+    QCOMPARE(d.read_config()["r"].get<int>(), 8);
+    // A JSONL range past the read limit is refused before it is read (a sparse file: no disk used).
+    const std::string huge = d.path("huge.jsonl");
+    const int fd = ::open(huge.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    QVERIFY(fd >= 0);
+    QCOMPARE(::ftruncate(fd, static_cast<off_t>(RunFolder::kMaxJsonlReadBytes + 1)), 0);
+    ::close(fd);
+    CHECK_ERROR_CONTAINS(error_of([&] { RunFolder::read_jsonl(huge); }), huge, "exceeds the limit");
+    QCOMPARE(RunFolder::read_jsonl(huge, RunFolder::kMaxJsonlReadBytes - 10).lines.size(), size_t(0));
+    fs::remove(huge);
+  }
+
+  void truncate_metrics_keeps_steps_up_to_the_checkpoint() {
+    RunDirectory d(dir("truncate"));
+    QCOMPARE(d.truncate_metrics(3), int64_t(0));  // no file: nothing to do
+    QVERIFY(!d.has_file(RunFolder::kMetricsFile));
+    for (int i = 1; i <= 5; ++i) d.append_metrics({{"step", i}, {"loss", 0.5 / i}});
+    append_raw(d.metrics_path(), "{\"nostep\":1}\ngarbage\n{\"step\":6");
+    const std::string before = grpo::read_file(d.metrics_path());
+    QCOMPARE(d.truncate_metrics(3), int64_t(3));
+    const std::string after = grpo::read_file(d.metrics_path());
+    QCOMPARE(after, before.substr(0, after.size()));  // the kept lines verbatim, in order
+    QCOMPARE(steps_of(d.read_metrics()), (std::vector<int64_t>{1, 2, 3}));
+  }
+
+  void sha256_matches_fips_vectors_and_qt() {
+    QCOMPARE(grpo::io::sha256_hex(""), std::string("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+    QCOMPARE(grpo::io::sha256_hex("abc"), std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+    QCOMPARE(grpo::io::sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+             std::string("248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
+    QCOMPARE(grpo::io::sha256_hex(std::string(1000000, 'a')),
+             std::string("cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"));
+    std::mt19937 rng(7);
+    for (size_t n : {1, 55, 56, 63, 64, 65, 119, 120, 127, 128, 129, 1000, 4097}) {
+      std::string data(n, '\0');
+      for (auto& c : data) c = static_cast<char>(rng());
+      const std::string qt = QCryptographicHash::hash(QByteArray(data.data(), static_cast<int>(n)), QCryptographicHash::Sha256)
+                                 .toHex()
+                                 .toStdString();
+      QCOMPARE(grpo::io::sha256_hex(data), qt);
+      grpo::io::Sha256 pieces;  // fed in uneven pieces
+      for (size_t i = 0; i < n; i += 7) pieces.update(std::string_view(data).substr(i, 7));
+      QCOMPARE(pieces.hex(), qt);
+    }
+  }
+
+  void sha256sums_written_and_verified() {
+    const std::string d = dir("sums");
+    fs::create_directories(d);
+    grpo::write_file_atomic(d + "/b.bin", "bee");
+    grpo::write_file_atomic(d + "/a.json", "{}");
+    grpo::write_file_atomic(d + "/SHA256SUMS", grpo::io::sha256sums(d));
+    QCOMPARE(grpo::read_file(d + "/SHA256SUMS"), grpo::io::sha256_hex("{}") + "  a.json\n" + grpo::io::sha256_hex("bee") + "  b.bin\n");
+    QVERIFY(verify_sha256sums(d).empty());
+    QCOMPARE(grpo::io::sha256_file(d + "/b.bin"), grpo::io::sha256_hex("bee"));
+    grpo::write_file_atomic(d + "/b.bin", "wasp");
+    QCOMPARE(verify_sha256sums(d), (std::vector<std::string>{"b.bin"}));
+    fs::remove(d + "/a.json");
+    QCOMPARE(verify_sha256sums(d), (std::vector<std::string>{"a.json", "b.bin"}));
+    fs::remove(d + "/SHA256SUMS");
+    QCOMPARE(verify_sha256sums(d), (std::vector<std::string>{"SHA256SUMS"}));
+    // Binary-mode lines and upper-case digits parse; anything else names the line.
+    const std::string h = grpo::io::sha256_hex("x");
+    auto entries = grpo::io::parse_sha256sums(QByteArray::fromStdString(h).toUpper().toStdString() + " *x.bin\n\n", "S");
+    QCOMPARE(entries.size(), size_t(1));
+    QCOMPARE(entries[0].hex, h);
+    QCOMPARE(entries[0].name, std::string("x.bin"));
+    CHECK_ERROR_CONTAINS(error_of([&] { grpo::io::parse_sha256sums(h + "  ok\nnonsense\n", "S"); }), "S:2", "malformed line");
+    CHECK_ERROR_CONTAINS(error_of([&] { grpo::io::parse_sha256sums(h + "  ../etc/passwd\n", "S"); }), "S:1", "not a plain name");
+    CHECK_ERROR_CONTAINS(error_of([&] { grpo::io::sha256_file(d + "/nope"); }), d + "/nope", "cannot read");
+  }
+
+  void publish_adapter_writes_verified_versions() {
+    RunDirectory d(dir("publish"));
+    for (int64_t v = 1; v <= 4; ++v)
+      d.publish_adapter(v, [](const std::string& tmp) { grpo::write_file_atomic(tmp + "/adapter_model.safetensors", "w"); },
+                        RunDirectory::keep_versions(1));
+    QCOMPARE(d.adapter_versions(), (std::vector<int64_t>{2, 3, 4}));
+    QVERIFY(verify_sha256sums(d.adapter_dir(4)).empty());
+    CHECK_ERROR_CONTAINS(error_of([&] { d.publish_adapter(4, [](const std::string&) {}, 3); }), "policy-v4",
+                         "already published");
+  }
+};
+
+QTEST_GUILESS_MAIN(TestRunDir)
+#include "test_run_dir.moc"
