@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/run_cli.h"
+
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
@@ -23,30 +25,12 @@ namespace {
 
 const std::string kCommit = "4f1d2c3b4a5968778695a4b3c2d1e0f9a8b7c6d5";
 
-struct CliResult {
-  int code = -1;
-  std::string out;
-};
-
-CliResult run_cli(const QStringList& args, const QString& cache, int timeout_ms = 600000) {
-  QProcess p;
-  p.setProcessChannelMode(QProcess::MergedChannels);
+// The CLI with the test's Hub cache, offline.
+CliResult run_cli_cached(const QStringList& args, const QString& cache, int timeout_ms = 600000) {
   auto env = QProcessEnvironment::systemEnvironment();
   env.insert("HF_HUB_CACHE", cache);
   env.insert("HF_HUB_OFFLINE", "1");
-  p.setProcessEnvironment(env);
-  p.start(GRPO_CLI, args);
-  CliResult r;
-  if (!p.waitForStarted(10000)) return r;
-  if (!p.waitForFinished(timeout_ms)) {
-    p.kill();
-    p.waitForFinished(5000);
-    r.out = "timed out";
-    return r;
-  }
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = p.readAll().toStdString();
-  return r;
+  return run_cli(args, timeout_ms, env);
 }
 
 // tests/data/arith_dataset as a cached Hub repo: every file a blob behind a relative link.
@@ -102,7 +86,7 @@ private Q_SLOTS:
     const fs::path cfg = root_ / "run.yaml";
     std::ofstream(cfg) << config_yaml("train");
     const fs::path run = root_ / "run";
-    auto r = run_cli({"train", QString::fromStdString(cfg.string()), "--output", QString::fromStdString(run.string())},
+    auto r = run_cli_cached({"train", QString::fromStdString(cfg.string()), "--output", QString::fromStdString(run.string())},
                      QString::fromStdString((root_ / "hub").string()));
     QVERIFY2(r.code == 0, r.out.c_str());
 
@@ -137,7 +121,7 @@ private Q_SLOTS:
     const fs::path cfg = root_ / "bad.yaml";
     std::ofstream(cfg) << config_yaml("validation");
     const fs::path run = root_ / "bad-run";
-    auto r = run_cli({"train", QString::fromStdString(cfg.string()), "--output", QString::fromStdString(run.string())},
+    auto r = run_cli_cached({"train", QString::fromStdString(cfg.string()), "--output", QString::fromStdString(run.string())},
                      QString::fromStdString((root_ / "hub").string()));
     QVERIFY(r.code != 0);
     QVERIFY2(r.out.find("no data files for split \"validation\"") != std::string::npos, r.out.c_str());

@@ -30,6 +30,7 @@
 #include "core/run/export.h"
 #include "core/run/policy.h"
 #include "core/run/tensorboard.h"
+#include "tests/common/run_cli.h"
 #include "../common/error_of.h"
 
 namespace fs = std::filesystem;
@@ -41,26 +42,6 @@ namespace {
 const std::string kModel = std::string(GRPO_RESOURCES) + "/models/tiny-arith";
 const std::string kIds = "532,12,5,9,7,3,20,1";
 
-struct CliResult {
-  int code = -1;
-  std::string out;
-};
-
-CliResult run_cli(const QStringList& args, int timeout_ms = 600000) {
-  QProcess p;
-  p.setProcessChannelMode(QProcess::SeparateChannels);
-  p.start(GRPO_CLI, args);
-  CliResult r;
-  if (!p.waitForStarted(10000)) return r;
-  if (!p.waitForFinished(timeout_ms)) {
-    p.kill();
-    p.waitForFinished(5000);
-    return r;
-  }
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = p.readAllStandardOutput().toStdString() + p.readAllStandardError().toStdString();
-  return r;
-}
 
 std::string last_json_line(const std::string& out) {
   std::istringstream in(out);

@@ -12,33 +12,13 @@
 #include "core/common/error.h"
 #include "core/grpo/config.h"
 #include "core/run/sft_config.h"
+#include "tests/common/run_cli.h"
 #include "tests/common/child_process.h"
 
 using json = nlohmann::json;
 
 namespace {
 
-struct CliResult {
-  int code = -1;  // -1: crashed or timed out
-  std::string out;
-};
-
-CliResult run_cli(const QStringList& args, int timeout_ms = 60000) {
-  QProcess p;
-  p.setProcessChannelMode(QProcess::MergedChannels);
-  p.start(GRPO_CLI, args);
-  CliResult r;
-  if (!p.waitForStarted(10000)) return r;
-  if (!p.waitForFinished(timeout_ms)) {
-    p.kill();
-    p.waitForFinished(5000);
-    r.out = "timed out";
-    return r;
-  }
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = p.readAll().toStdString();
-  return r;
-}
 
 bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
 
