@@ -162,6 +162,13 @@ CompletionJob parse_completion_request(const std::string& body, const ModelLimit
       }
     else bad("stop", "expected a string or a list of strings");
     sp.stop.erase(std::remove(sp.stop.begin(), sp.stop.end(), std::string()), sp.stop.end());
+    if (static_cast<int64_t>(sp.stop.size()) > limits.max_stop_strings)
+      bad("stop", std::to_string(sp.stop.size()) + " stop strings; this worker takes at most " +
+                      std::to_string(limits.max_stop_strings));
+    for (const auto& x : sp.stop)
+      if (static_cast<int64_t>(x.size()) > limits.max_stop_bytes)
+        bad("stop", "a stop string of " + std::to_string(x.size()) + " bytes; each may have at most " +
+                        std::to_string(limits.max_stop_bytes));
     if (!sp.stop.empty() && !tokenizer) bad("stop", "stop strings need a tokenizer");
   }
 

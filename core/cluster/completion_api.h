@@ -38,6 +38,10 @@ struct ModelLimits {
   int64_t max_prompts = 1024;
   int64_t max_sequences = 256;       // prompts x n of one request (the worker's --max-batch)
   int64_t max_tokens_cap = 1 << 20;  // max_tokens when max_model_len is unknown (0)
+  // Stop strings are matched against every sequence's decoded tail at every step, so their count
+  // and length are bounded (a request with thousands of long ones would slow every batch).
+  int64_t max_stop_strings = 32;
+  int64_t max_stop_bytes = 1024;     // each
 };
 
 // Throws HttpError(400) naming the field for anything malformed or out of range.

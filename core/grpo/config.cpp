@@ -187,6 +187,11 @@ void TrainConfig::validate(const std::string& source) const {
     check(!from.empty() && to.is_string() && !to.get<std::string>().empty(), source,
           "key \"dataset_columns\": \"" + from + "\" must map to a non-empty column name, got " + to.dump());
   check(eval_fraction == 0.0 || eval_size == 0, source, "set either \"eval_fraction\" or \"eval_size\", not both");
+  // The limits a worker puts on a request's stop strings (cluster::ModelLimits): past them every
+  // request to a worker would be refused, so the run is refused up front.
+  check(stop.size() <= 32, source, "key \"stop\": " + std::to_string(stop.size()) + " stop strings; at most 32");
+  for (const auto& s : stop)
+    check(s.size() <= 1024, source, "key \"stop\": a stop string of " + std::to_string(s.size()) + " bytes; each may have at most 1024");
   check(target_modules.is_string() || target_modules.is_array(), source,
         "key \"target_modules\": expected \"all-linear\" or a list of module names");
   static const std::vector<std::string> modules = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};

@@ -254,6 +254,19 @@ private Q_SLOTS:
     r = client_->post("/v1/completions", wide);
     QCOMPARE(r.status, 400);
     QVERIFY2(error_message(r).find("512 sequences") != std::string::npos, r.body.c_str());
+    // Stop strings are scanned at every step: their count and length are bounded.
+    json stops = completion_body(model_id_, 9);
+    stops["stop"] = json::array();
+    for (int i = 0; i < 33; ++i) stops["stop"].push_back("s" + std::to_string(i));
+    r = client_->post("/v1/completions", stops);
+    QCOMPARE(r.status, 400);
+    QVERIFY2(error_message(r).find("33 stop strings") != std::string::npos, r.body.c_str());
+    stops["stop"] = std::string(1025, 'x');
+    r = client_->post("/v1/completions", stops);
+    QCOMPARE(r.status, 400);
+    QVERIFY2(error_message(r).find("1025 bytes") != std::string::npos, r.body.c_str());
+    stops["stop"] = json::array({std::string(1024, 'x'), "\n\n"});  // at the limits: accepted
+    QCOMPARE(client_->post("/v1/completions", stops).status, 200);
     QCOMPARE(client_->post("/v1/completions", completion_body(model_id_, 9)).status, 200);
   }
 

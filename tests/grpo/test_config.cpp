@@ -103,6 +103,23 @@ private Q_SLOTS:
     msg = error_of([&] { grpo::grpo::load_train_config(path); });
     QVERIFY2(msg.contains("run.json") && msg.contains("invalid JSON"), qPrintable(msg));
   }
+  // Issue 18: stop strings are matched at every step; a run asks no more of them than a worker
+  // takes (32, each at most 1024 bytes), so it is refused before it starts.
+  void stopStringsAreBounded() {
+    grpo::grpo::TrainConfig c;
+    c.model_name_or_path = "m";
+    c.task = "arith";
+    c.stop.assign(32, "x");
+    c.stop[0] = std::string(1024, 'y');
+    c.validate("run.yaml");
+    c.stop.push_back("z");
+    QString msg = error_of([&] { c.validate("run.yaml"); });
+    QVERIFY2(msg.contains("run.yaml") && msg.contains("\"stop\"") && msg.contains("33 stop strings"), qPrintable(msg));
+    c.stop.assign(1, std::string(1025, 'y'));
+    msg = error_of([&] { c.validate("run.yaml"); });
+    QVERIFY2(msg.contains("1025 bytes"), qPrintable(msg));
+  }
+
   void chatTemplateKwargs() {
     // TRL's chat_template_kwargs: an object of template variables, kept through the resolved config.
     TrainConfig c;
