@@ -66,6 +66,10 @@ bool RemoteRunClient::attach(const QUrl& base, const QByteArray& token, QString*
   if (base.hasFragment()) {
     const QString f = base.fragment();
     if (!f.startsWith("sha256=")) return refuse(tr("%1: the only URL fragment understood is #sha256=FINGERPRINT").arg(base.toString()));
+    // A pin on a plain-HTTP URL would protect nothing while looking as if it did (issue 18).
+    if (base.scheme() != "https")
+      return refuse(tr("%1: a certificate pin (#sha256=) needs an https:// URL; this one would send the token "
+                       "in clear text").arg(base.toString()));
     try {
       pins = cluster::parse_tls_pins(f.mid(7).toStdString(), "#sha256=");
     } catch (const std::exception& e) {

@@ -69,6 +69,9 @@ private Q_SLOTS:
     QVERIFY2(err.contains("://HOST:PORT"), qPrintable(err));
     QVERIFY(!w.attachRun(url, tmp.filePath("no-such-token"), &err));
     QVERIFY(err.contains("no-such-token"));
+    // A pin on http:// protects nothing: refused rather than ignored (issue 18).
+    QVERIFY(!w.attachRun(url + "#sha256=" + QString(64, QChar('a')), token_file, &err));
+    QVERIFY2(err.contains("needs an https:// URL"), qPrintable(err));
     const QString wrong_token = tmp.filePath("wrong-token");
     grpo::cluster::load_or_create_token(wrong_token.toStdString());  // a different random token
     QVERIFY(w.attachRun(url, wrong_token, &err));
