@@ -106,21 +106,6 @@ void fetch_file(const std::string& url, const std::string& dest, const std::stri
                              (status ? "HTTP " + std::to_string(status) : network_error(reply.get())));
 }
 
-// The URL others should use: the bound one, or for a wildcard address (0.0.0.0, ::) the first
-// non-loopback address of this machine (beacons must carry something a trainer can reach).
-std::string advertised_url(const std::string& host, uint16_t port, const std::string& bound_url) {
-  if (host != "0.0.0.0" && host != "::" && host != "*") return bound_url;
-  const bool v6 = host == "::";
-  for (const QHostAddress& a : QNetworkInterface::allAddresses()) {
-    if (a.isLoopback() || a.isLinkLocal()) continue;
-    if (a.protocol() == QAbstractSocket::IPv4Protocol)
-      return "http://" + a.toString().toStdString() + ":" + std::to_string(port);
-    if (v6 && a.protocol() == QAbstractSocket::IPv6Protocol)
-      return "http://[" + a.toString().toStdString() + "]:" + std::to_string(port);
-  }
-  return bound_url;
-}
-
 json parse_body(const HttpRequest& req) {
   if (json_depth(req.body) > kMaxJsonDepth)
     throw HttpError(400, "request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
@@ -441,6 +426,24 @@ void WorkerServer::Impl::add_routes() {
   s.route("GET", "/get_world_size", [](const HttpRequest&, Reply r) {
     r.send(HttpResponse::json(200, {{"world_size", 1}}));
   });
+}
+
+// The URL others should use: the bound one, or for a wildcard address (0.0.0.0, ::) the first
+// non-loopback address of this machine (beacons must carry something a trainer can reach).
+std::string advertised_url(const std::string& host, uint16_t port, const std::string& bound_url) {
+  if (host != "0.0.0.0" && host != "::" && host != "*") return bound_url;
+  const bool v6 = host == "::";
+  // The bound URL's scheme: a worker serving TLS must not be advertised as http://, or a trainer
+  // would send it the bearer token in clear text before the handshake fails (issue 18).
+  const std::string scheme = bound_url.rfind("https://", 0) == 0 ? "https://" : "http://";
+  for (const QHostAddress& a : QNetworkInterface::allAddresses()) {
+    if (a.isLoopback() || a.isLinkLocal()) continue;
+    if (a.protocol() == QAbstractSocket::IPv4Protocol)
+      return scheme + a.toString().toStdString() + ":" + std::to_string(port);
+    if (v6 && a.protocol() == QAbstractSocket::IPv6Protocol)
+      return scheme + "[" + a.toString().toStdString() + "]:" + std::to_string(port);
+  }
+  return bound_url;
 }
 
 }  // namespace grpo::cluster

@@ -75,4 +75,9 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+// The URL beacons and status carry: `bound_url` itself, or for a wildcard `host` (0.0.0.0, ::, *)
+// the first non-loopback address of this machine, with the bound URL's scheme (https:// when the
+// worker serves TLS).
+std::string advertised_url(const std::string& host, uint16_t port, const std::string& bound_url);
+
 }  // namespace grpo::cluster

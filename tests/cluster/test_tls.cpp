@@ -24,6 +24,7 @@
 #include "core/cluster/http_server.h"
 #include "core/cluster/tls.h"
 #include "core/cluster/worker_client.h"
+#include "core/cluster/worker_server.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
@@ -102,6 +103,19 @@ class TestTls : public QObject {
   Cert server_, other_;
 
 private Q_SLOTS:
+  // Issue 18: a worker on a wildcard address with --tls-cert advertised http://, so a trainer sent
+  // the token in clear text before the handshake failed. The advertised URL keeps the scheme.
+  // (Pure function: no socket is bound to a wildcard address here.)
+  void wildcardListenKeepsTheScheme() {
+    for (const char* host : {"0.0.0.0", "::", "*"}) {
+      const std::string tls = grpo::cluster::advertised_url(host, 8443, std::string("https://") + host + ":8443");
+      QVERIFY2(grpo::starts_with(tls, "https://"), tls.c_str());
+      const std::string plain = grpo::cluster::advertised_url(host, 8080, std::string("http://") + host + ":8080");
+      QVERIFY2(grpo::starts_with(plain, "http://"), plain.c_str());
+    }
+    QCOMPARE(grpo::cluster::advertised_url("127.0.0.1", 8443, "https://127.0.0.1:8443"), std::string("https://127.0.0.1:8443"));
+  }
+
   void initTestCase() {
     QVERIFY(tmp_.isValid());
     std::string error;
