@@ -133,6 +133,9 @@ void apply_tls_pins(QNetworkReply* reply, const TlsPins& pins) {
 QNetworkReply* send_request(QNetworkAccessManager& nam, QNetworkRequest request, const QByteArray& method,
                             const QByteArray& body, const TlsPins& pins) {
   const bool https = request.url().scheme() == "https";
+  // Never follow a redirect: the request carries the cluster token, which must not go to a host
+  // (or a scheme) the caller did not name (issue 18). A 3xx comes back as the reply.
+  request.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::ManualRedirectPolicy);
   if (https && !pins.empty()) {
     QCryptographicHash h(QCryptographicHash::Sha256);
     for (const auto& p : pins) h.addData(QByteArray::fromStdString(p + ","));

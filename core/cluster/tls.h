@@ -41,6 +41,7 @@ QSslConfiguration server_tls_configuration(const std::string& cert_file, const s
 // Sends `method` (GET, POST, ...) with `body` through `nam`, with the pins applied to an https://
 // request. Pinned requests carry a peer-verify name made from the pins, so QNetworkAccessManager
 // never hands them a kept-alive connection that was accepted under other pins (or none).
+// Redirects are never followed (the request carries the cluster token): a 3xx is the reply.
 QNetworkReply* send_request(QNetworkAccessManager& nam, QNetworkRequest request, const QByteArray& method,
                             const QByteArray& body, const TlsPins& pins);
 

@@ -7,6 +7,7 @@
 // pinned WorkerClient end to end. Fingerprints are checked against openssl's own.
 #include <QNetworkAccessManager>
 #include <QProcess>
+#include <QTcpServer>
 #include <QTcpSocket>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -106,6 +107,38 @@ private Q_SLOTS:
   // Issue 18: a worker on a wildcard address with --tls-cert advertised http://, so a trainer sent
   // the token in clear text before the handshake failed. The advertised URL keeps the scheme.
   // (Pure function: no socket is bound to a wildcard address here.)
+  // Issue 18: redirects were followed with the Authorization header, so a worker (or anything
+  // answering at its address) could send the cluster token to a host of its choosing. A 302 now
+  // comes back as the reply and the other host sees no connection. Loopback only.
+  void redirectsAreNotFollowed() {
+    QTcpServer elsewhere, redirector;
+    QVERIFY(elsewhere.listen(QHostAddress("127.0.0.1"), 0));
+    QVERIFY(redirector.listen(QHostAddress("127.0.0.1"), 0));
+    int elsewhere_connections = 0;
+    connect(&elsewhere, &QTcpServer::newConnection, this, [&] {
+      ++elsewhere_connections;
+      while (auto* s = elsewhere.nextPendingConnection()) s->deleteLater();
+    });
+    const QByteArray reply = "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:" +
+                             QByteArray::number(elsewhere.serverPort()) + "/steal\r\nContent-Length: 0\r\n\r\n";
+    connect(&redirector, &QTcpServer::newConnection, this, [&] {
+      while (auto* s = redirector.nextPendingConnection()) {
+        connect(s, &QTcpSocket::readyRead, s, [s, reply] {
+          if (!s->readAll().contains("\r\n\r\n")) return;  // the whole head (no body on a GET)
+          s->write(reply);
+          s->disconnectFromHost();
+        });
+        connect(s, &QTcpSocket::disconnected, s, &QObject::deleteLater);
+      }
+    });
+    QNetworkAccessManager nam;
+    grpo::cluster::WorkerClient client(&nam, "http://127.0.0.1:" + std::to_string(redirector.serverPort()), "secret-token");
+    const auto r = client.get_sync("/health", 10);
+    QCOMPARE(r.status, 302);
+    QTest::qWait(300);  // a followed redirect would have connected by now
+    QCOMPARE(elsewhere_connections, 0);
+  }
+
   void wildcardListenKeepsTheScheme() {
     for (const char* host : {"0.0.0.0", "::", "*"}) {
       const std::string tls = grpo::cluster::advertised_url(host, 8443, std::string("https://") + host + ":8443");
