@@ -133,9 +133,16 @@ std::string percent_decode(std::string_view s) {
 }
 
 HeadParse parse_request_head(std::string_view buffer, const HttpLimits& limits, HttpRequest& out) {
-  // RFC 9112 2.2: ignore empty lines before the request line.
+  // RFC 9112 2.2: ignore empty lines before the request line; but only a few, and counted against
+  // the head's size: a stream of bare CRLF was never refused and grew the buffer without bound
+  // (issue 18).
+  constexpr size_t kMaxEmptyLines = 8;
   size_t start = 0;
-  while (buffer.substr(start, 2) == "\r\n") start += 2;
+  while (buffer.substr(start, 2) == "\r\n") {
+    start += 2;
+    if (start / 2 > kMaxEmptyLines)
+      return fail(400, "more than " + std::to_string(kMaxEmptyLines) + " empty lines before the request line");
+  }
   const std::string_view rest = buffer.substr(start);
   const size_t end = rest.find("\r\n\r\n");
   const size_t first_eol = rest.find("\r\n");
@@ -146,11 +153,11 @@ HeadParse parse_request_head(std::string_view buffer, const HttpLimits& limits, 
     if (auto err = parse_request_line(rest.substr(0, first_eol), req)) return *err;
   }
   if (end == std::string_view::npos) {
-    if (rest.size() > limits.max_header_bytes)
+    if (buffer.size() > limits.max_header_bytes)
       return fail(431, "request headers larger than " + std::to_string(limits.max_header_bytes) + " bytes");
     return {};
   }
-  if (end > limits.max_header_bytes)
+  if (start + end > limits.max_header_bytes)
     return fail(431, "request headers larger than " + std::to_string(limits.max_header_bytes) + " bytes");
 
   // Header lines lie between the request line's CRLF and the blank line (none when end == first_eol).
