@@ -366,12 +366,10 @@ private:
                         "too many requests from " + c.peer + " (limit " + std::to_string(options_.max_requests_per_s) +
                             " per second); retry later",
                         length, {{"Retry-After", retry_after(wait_s)}});
-        if (!options_.bearer_token.empty()) {
-          const auto auth = c.req.header("Authorization");
-          if (!auth || !bearer_matches(*auth, options_.bearer_token))
-            return reject(c, 401, auth ? "invalid bearer token" : "missing \"Authorization: Bearer <token>\" header",
-                          length, {{"WWW-Authenticate", "Bearer"}});
-        }
+        const auto auth = c.req.header("Authorization");  // start() refused an empty token
+        if (!auth || !bearer_matches(*auth, options_.bearer_token))
+          return reject(c, 401, auth ? "invalid bearer token" : "missing \"Authorization: Bearer <token>\" header",
+                        length, {{"WWW-Authenticate", "Bearer"}});
         if (c.req.chunked)
           return reject(c, 501, "chunked request bodies (Transfer-Encoding) are not supported; send Content-Length");
         if (length > options_.limits.max_body_bytes)
@@ -476,6 +474,10 @@ void HttpServer::start() {
   std::optional<QSslConfiguration> tls;  // bad files: an error naming them, before anything starts
   if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty())
     tls = server_tls_configuration(options_.tls_cert_file, options_.tls_key_file);
+  // Every endpoint requires the cluster token; an empty one must not quietly mean "no auth"
+  // (issue 18).
+  check(!options_.bearer_token.empty(), "http server", "no bearer token given",
+        "every endpoint requires the cluster token (Authorization: Bearer)");
   core_ = new ServerCore(options_, std::move(routes), link_, std::move(tls));
   thread_ = new QThread();
   thread_->setObjectName("http-server");

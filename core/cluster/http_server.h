@@ -29,7 +29,7 @@ namespace grpo::cluster {
 struct HttpServerOptions {
   std::string host = "127.0.0.1";  // "0.0.0.0", "::", "127.0.0.1", "::1", or an interface address
   uint16_t port = 0;               // 0: any free port (see HttpServer::port())
-  std::string bearer_token;        // every request needs "Authorization: Bearer <token>"; empty = none
+  std::string bearer_token;        // every request needs "Authorization: Bearer <token>"; required
   HttpLimits limits;
   int max_connections = 256;       // open at once; more -> 503 (Retry-After) and close
   int max_connections_per_peer = 64;   // from one client address (a trainer's router opens <= 30)

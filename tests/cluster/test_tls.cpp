@@ -182,6 +182,15 @@ private Q_SLOTS:
     CHECK_ERROR_CONTAINS(error_of_start(o), server_.cert, "private key");
   }
 
+  // Issue 18: an empty token quietly turned authentication off. Now a server will not start
+  // without one, and says why.
+  void serverWithoutTokenDoesNotStart() {
+    HttpServerOptions o;
+    o.host = "127.0.0.1";
+    o.port = 0;
+    CHECK_ERROR_CONTAINS(error_of_start(o), "no bearer token");
+  }
+
   void pinnedClientIsServed() {
     auto server = make_server(&server_);
     QVERIFY(grpo::starts_with(server->url(), "https://127.0.0.1:"));
