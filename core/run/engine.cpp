@@ -62,6 +62,7 @@ const char* to_string(EngineState s) {
 
 Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions options)
     : cfg_(std::move(cfg)), opts_(std::move(options)), dir_(run_dir), policy_(load_policy(cfg_)) {
+  check_fits_context(cfg_, "config");
   if (!opts_.resume) seed_from_init_adapter(policy_, cfg_);  // before the trainer holds the adapter
   torch::manual_seed(static_cast<uint64_t>(cfg_.seed));
   trainer_ = std::make_unique<grpo::GrpoTrainer>(policy_.model, cfg_);
@@ -235,6 +236,7 @@ std::string Engine::retune(const nlohmann::json& changes) {
     merged.update(changes);
     probe.apply(merged, "retune");
     probe.validate("retune");
+    check_fits_context(probe, "retune");
     check(probe.reward_weights.empty() || probe.reward_weights.size() == rewards_.size(), "retune",
           "reward_weights needs " + std::to_string(rewards_.size()) + " values");
     pending_retune_ = merged;
@@ -242,6 +244,18 @@ std::string Engine::retune(const nlohmann::json& changes) {
     return e.what();
   }
   return "";
+}
+
+// A completion (after at least one prompt token) must fit the model's context: a retune of
+// max_completion_length to 2^20 made every KV cache allocation fail, and the run spun on failed
+// generations (issue 18). Unknown context (max_position_embeddings 0): not checked.
+void Engine::check_fits_context(const grpo::TrainConfig& c, const std::string& source) const {
+  const int64_t context = policy_.model->config().max_position_embeddings;
+  if (context <= 0) return;
+  check(c.max_completion_length < context, source,
+        "max_completion_length " + std::to_string(c.max_completion_length) +
+            " leaves no room for a prompt in the model's context (max_position_embeddings " + std::to_string(context) + ")",
+        "use at most " + std::to_string(context - 1));
 }
 
 void Engine::apply_pending_retunes(int64_t step) {

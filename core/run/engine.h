@@ -86,6 +86,7 @@ private:
   void start_pipeline();
   bool hold_if_paused();  // at a step boundary; true when it held
   void apply_pending_retunes(int64_t step);
+  void check_fits_context(const grpo::TrainConfig& c, const std::string& source) const;
   StepReport train_step(int64_t step, const std::vector<std::shared_ptr<PipelineGroup>>& groups,
                         std::map<std::string, double> m, ThroughputAdvisor& advisor, bool& unpublished);
   std::string finish_run(const std::string& failure, bool unpublished);

@@ -156,6 +156,9 @@ private Q_SLOTS:
     QVERIFY(QString::fromStdString(engine.retune({{"r", 4}})).contains("cannot change"));
     QVERIFY(QString::fromStdString(engine.retune({{"learnig_rate", 0.1}})).contains("unknown key"));
     QVERIFY(QString::fromStdString(engine.retune({{"reward_weights", {1.0, 2.0}}})).contains("reward_weights"));
+    // Issue 18: a completion longer than the model's context made every KV cache allocation fail.
+    bad = QString::fromStdString(engine.retune({{"max_completion_length", 1 << 20}}));
+    QVERIFY2(bad.contains("max_completion_length") && bad.contains("max_position_embeddings 512"), qPrintable(bad));
     std::string accepted;
     engine.run([&](const run::StepReport& r) {
       if (r.step == 2) accepted = engine.retune({{"learning_rate", 0.02}, {"temperature", 0.7}});
