@@ -31,10 +31,6 @@ qint64 dir_bytes(const QString& dir) {
 
 }  // namespace
 
-bool AdaptersPage::exportAvailable() {
-  return true;
-}
-
 AdaptersPage::AdaptersPage(QWidget* parent) : QWidget(parent) {
   auto* lay = new QVBoxLayout(this);
   table_ = new QTableWidget(0, ColumnCount);
@@ -70,12 +66,7 @@ AdaptersPage::AdaptersPage(QWidget* parent) : QWidget(parent) {
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   lay->addWidget(status_);
-  if (!exportAvailable()) {
-    export_->setEnabled(false);
-    export_->setToolTip(tr("Export is not built into this version yet (core/run/export)"));
-  } else {
-    export_->setToolTip(tr("Export the selected version or checkpoint in Hugging Face format"));
-  }
+  export_->setToolTip(tr("Export the selected version or checkpoint in Hugging Face format"));
   connect(refresh, &QPushButton::clicked, this, &AdaptersPage::refresh);
   connect(export_, &QPushButton::clicked, this, &AdaptersPage::exportSelected);
 }
@@ -135,7 +126,6 @@ bool AdaptersPage::startExport(int row, const QString& outDir, bool merged, cons
     if (error) *error = why;
     return false;
   };
-  if (!exportAvailable()) return refuse(tr("export is not built into this version"));
   if (exporting_) return refuse(tr("an export is already running"));
   if (row < 0 || row >= table_->rowCount()) return refuse(tr("no such row"));
   run::ExportOptions o;

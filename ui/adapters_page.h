@@ -25,7 +25,6 @@ public:
   QString runDir() const { return runDir_; }
   int rowCount() const;
   QTableWidget* table() const { return table_; }
-  static bool exportAvailable();
   // Exports row `row` (its version or checkpoint) into outDir; false when refused at once (the
   // reason in *error). The result arrives as exportFinished.
   bool startExport(int row, const QString& outDir, bool merged, const QString& dtype, QString* error = nullptr);

@@ -135,6 +135,5 @@ void restore_checkpoint(const LoadedCheckpoint& ckpt, model::CausalLMImpl& model
   if (file_exists(path_join(ckpt.dir, "rng.pt"))) load_rng(path_join(ckpt.dir, "rng.pt"), path_join(ckpt.dir, "rng_cuda.pt"));
 }
 
-int64_t truncate_metrics(const std::string& run_dir, int64_t step) { return RunDirectory(run_dir).truncate_metrics(step); }
 
 }  // namespace grpo::run

@@ -43,7 +43,4 @@ std::optional<LoadedCheckpoint> find_latest_checkpoint(const std::string& run_di
 // Loads the adapter and optimizer state of `ckpt` into the model/optimizer.
 void restore_checkpoint(const LoadedCheckpoint& ckpt, model::CausalLMImpl& model, grpo::Optimizer& optimizer);
 
-// RunDirectory(run_dir).truncate_metrics(step): keeps only the metrics lines with "step" <= step.
-int64_t truncate_metrics(const std::string& run_dir, int64_t step);
-
 }  // namespace grpo::run
