@@ -50,7 +50,7 @@ if [ "$quick" = 1 ]; then exit 0; fi
 if [ "$preset" = release ]; then NO_BUILD=1 scripts/check_package.sh build/release; fi
 # Every parser of untrusted input under libFuzzer + ASan + UBSan: a fixed seed and input count
 # (reproducible), capped in time. Longer exploration: scripts/fuzz.sh 600.
-FUZZ_SEED=1 FUZZ_RUNS="${GRPO_FUZZ_RUNS:-20000}" scripts/fuzz.sh 60
+FUZZ_SEED=1 FUZZ_RUNS="${GRPO_FUZZ_RUNS:-20000}" scripts/fuzz.sh 30
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer (build/asan):
 # any report fails its test.
 if [ "${GRPO_ASAN:-1}" != 0 ]; then scripts/test_asan.sh; fi
