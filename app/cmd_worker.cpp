@@ -50,7 +50,8 @@ void add_worker_commands(CLI::App& app) {
     double announce_interval = 3.0, max_requests_per_s = 2000;
     int max_connections = 256, max_connections_per_peer = 64;
     int threads = 0, max_loras = 8, inject_delay_ms = 0;
-    int64_t max_lora_rank = 64, max_batch = 256, max_body_mb = 32;
+    int64_t max_lora_rank = 64, max_batch = 256, max_body_mb = 32, max_queue = 4096;
+    double max_queue_wait_s = 300;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("worker", "Serve rollouts for remote trainers (vLLM-compatible HTTP API)");
@@ -70,6 +71,14 @@ void add_worker_commands(CLI::App& app) {
   cmd->add_option("--max-batch", args->max_batch, "Most sequences (prompts x n) generated together")
       ->capture_default_str()
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  cmd->add_option("--max-queue", args->max_queue,
+                  "Most sequences (prompts x n) waiting to be generated (more: 503 with Retry-After)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  cmd->add_option("--max-queue-wait-s", args->max_queue_wait_s,
+                  "A completion request that waited this long for its batch is answered 503 instead")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86400.0));
   cmd->add_option("--max-body-mb", args->max_body_mb, "Largest request body in MiB (larger: 413)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t(1), int64_t(4096)));
@@ -77,11 +86,12 @@ void add_worker_commands(CLI::App& app) {
   cmd->add_option("--tls-key", args->tls_key, "The certificate's PEM private key (unencrypted)");
   cmd->add_option("--tls-pin", args->tls_pin,
                   "Trust an https:// adapter URL (a trainer's bucket) whose certificate has this SHA-256 fingerprint");
-  cmd->add_option("--max-connections", args->max_connections, "Open connections at once (more: 503)")
+  cmd->add_option("--max-connections", args->max_connections,
+                  "Open connections at once (more: the oldest without the token is closed; 503 if all hold it)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--max-connections-per-peer", args->max_connections_per_peer,
-                  "Open connections from one client address (more: 503; a trainer opens up to 30)")
+                  "Open connections from one client address (the same rule; a trainer opens up to 30)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--max-requests-per-s", args->max_requests_per_s,
@@ -119,6 +129,8 @@ void add_worker_commands(CLI::App& app) {
     o.tls_pins = cluster::parse_tls_pins(args->tls_pin, "--tls-pin");
     o.max_connections = args->max_connections;
     o.max_connections_per_peer = args->max_connections_per_peer;
+    o.max_queued_sequences = args->max_queue;
+    o.max_queue_wait_ms = static_cast<int64_t>(args->max_queue_wait_s * 1000);
     o.max_requests_per_s = args->max_requests_per_s;
     o.inject_delay_ms = args->inject_delay_ms;
 

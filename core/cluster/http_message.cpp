@@ -180,8 +180,9 @@ HeadParse parse_request_head(std::string_view buffer, const HttpLimits& limits, 
         return fail(400, "control character in header " + std::string(line.substr(0, colon)));
     const std::string name(line.substr(0, colon));
     if (iequals(name, "Content-Length")) {
-      if (value.empty() || value.size() > 18 || !std::all_of(value.begin(), value.end(), ::isdigit))
+      if (value.empty() || !std::all_of(value.begin(), value.end(), ::isdigit))
         return fail(400, "Content-Length must be a decimal number");
+      if (value.size() > 18) return fail(400, "Content-Length has more than 18 digits: larger than any body this server takes");
       const uint64_t n = std::stoull(std::string(value));
       if (content_length && *content_length != n) return fail(400, "conflicting Content-Length headers");
       content_length = n;

@@ -13,6 +13,7 @@
 #include <QTcpServer>
 #include <QTcpSocket>
 #include <QThread>
+#include <QThreadPool>
 #include <QTimer>
 
 #include "core/cluster/cluster_token.h"
@@ -26,7 +27,7 @@ namespace grpo::cluster {
 struct ReplyLink {
   std::mutex mu;
   ServerCore* core = nullptr;
-  std::atomic<int64_t> requests{0}, rejected{0}, open{0};
+  std::atomic<int64_t> requests{0}, rejected{0}, open{0}, evicted{0};
 };
 
 struct Reply::State {
@@ -49,6 +50,9 @@ struct Connection {
   std::string peer;  // the client's address: the key of its Peer
   QTcpSocket* socket = nullptr;
   QTimer* timer = nullptr;
+  QTimer* auth_timer = nullptr;  // runs until a request shows the token
+  bool authenticated = false;
+  bool write_blocked = false;    // unsent replies above the bound: the next request waits
   std::string buf;
   enum class Phase { Head, Body, Waiting, Closing } phase = Phase::Head;
   bool timing_request = false;  // the timer measures a request in progress (else: idle)
@@ -98,18 +102,25 @@ public:
   struct Route {
     std::string method, path;
     HttpHandler handler;
+    RouteOptions options;
   };
 
   ServerCore(HttpServerOptions options, std::vector<Route> routes, std::shared_ptr<ReplyLink> link,
              std::optional<QSslConfiguration> tls)
       : options_(std::move(options)), routes_(std::move(routes)), link_(std::move(link)), tls_(std::move(tls)) {
     options_.max_request_burst = std::max(1.0, options_.max_request_burst);  // room for one request at least
+    options_.max_unauthenticated = std::max(1, options_.max_unauthenticated);
+    pool_.setMaxThreadCount(std::max(1, options_.handler_threads));
+    pool_.setObjectName("http-handlers");
   }
 
   // On the server thread.
   bool listen(std::string& error, uint16_t& port) {
     server_ = new Listener(this, tls_);
     server_->setMaxPendingConnections(options_.max_connections + 16);
+    // The kernel's queue of connections not yet accepted: at Qt's default of 50, a burst of
+    // strangers made the kernel drop a peer's SYN, which then waited a second to retry.
+    server_->setListenBacklogSize(std::max(128, 2 * options_.max_connections));
     QHostAddress address;
     const QString host = QString::fromStdString(options_.host);
     if (host == "localhost") address = QHostAddress(QHostAddress::LocalHost);
@@ -141,6 +152,7 @@ public:
     link_->open = 0;
     delete server_;
     server_ = nullptr;
+    pool_.waitForDone();  // blocking handlers finish; their replies are dropped (no core)
   }
 
   void deliver(uint64_t id, uint64_t seq, HttpResponse response) {
@@ -158,21 +170,39 @@ public:
     c.phase = Connection::Phase::Head;
     c.req = {};
     c.continue_sent = false;
+    if (c.socket->bytesToWrite() > static_cast<qint64>(options_.max_unsent_bytes)) {
+      // The client is not reading its replies: read nothing more from it until it does.
+      c.write_blocked = true;
+      c.timing_request = true;
+      c.timer->start(options_.request_timeout_ms);
+      return;
+    }
     read_into(c);
     process(c);
   }
 
 private:
   void accept_all() {
-    while (server_->hasPendingConnections()) {
+    // A few at a time: between rounds the event loop reads what accepted connections have sent,
+    // so a peer's request is seen (and its token) before a burst of strangers could evict it.
+    for (int round = 0; server_ && server_->hasPendingConnections(); ++round) {
+      if (round == 8) {
+        QMetaObject::invokeMethod(this, [this] { accept_all(); }, Qt::QueuedConnection);
+        return;
+      }
       QTcpSocket* s = server_->nextPendingConnection();
       const std::string peer = s->peerAddress().toString().toStdString();
       std::string refused;
-      if (static_cast<int>(connections_.size()) >= options_.max_connections)
-        refused = "too many open connections (limit " + std::to_string(options_.max_connections) + ")";
-      else if (peers_.count(peer) && peers_[peer].connections >= options_.max_connections_per_peer)
+      // A full table makes room by closing the oldest connection that has not shown the token
+      // (of this client address when its own limit is reached); only peers holding the token are
+      // refused for want of room.
+      if (peers_.count(peer) && peers_[peer].connections >= options_.max_connections_per_peer && !evict_unauthenticated(&peer))
         refused = "too many open connections from " + peer + " (limit " +
                   std::to_string(options_.max_connections_per_peer) + " per client address)";
+      else if ((static_cast<int>(connections_.size()) >= options_.max_connections ||
+                unauthenticated_count() >= options_.max_unauthenticated) &&
+               !evict_unauthenticated(nullptr))
+        refused = "too many open connections (limit " + std::to_string(options_.max_connections) + ")";
       if (!refused.empty()) {
         ++link_->rejected;
         HttpResponse r = HttpResponse::error(503, refused);
@@ -195,7 +225,12 @@ private:
       s->setReadBufferSize(kSocketReadBuffer);
       c.timer = new QTimer(s);
       c.timer->setSingleShot(true);
+      c.auth_timer = new QTimer(s);
+      c.auth_timer->setSingleShot(true);
+      QObject::connect(c.auth_timer, &QTimer::timeout, this, [this, id] { on_auth_timeout(id); });
+      c.auth_timer->start(options_.unauthenticated_timeout_ms);
       QObject::connect(s, &QTcpSocket::readyRead, this, [this, id] { on_ready(id); });
+      QObject::connect(s, &QIODevice::bytesWritten, this, [this, id](qint64) { on_written(id); });
       QObject::connect(s, &QTcpSocket::disconnected, this, [this, id] { on_closed(id); });
       QObject::connect(s, &QAbstractSocket::errorOccurred, this, [this, id](QAbstractSocket::SocketError e) {
         auto it = connections_.find(id);
@@ -224,6 +259,28 @@ private:
       if (s->bytesAvailable() > 0) on_ready(id);
       else arm_idle(c);
     }
+  }
+
+  int unauthenticated_count() const {
+    int n = 0;
+    for (const auto& [id, c] : connections_) n += !c.authenticated;
+    return n;
+  }
+
+  // Closes the oldest connection that has not shown the token (of `peer`, when given); false when
+  // there is none. Connections already closing go first: they hold a slot for nothing.
+  bool evict_unauthenticated(const std::string* peer) {
+    for (int pass = 0; pass < 2; ++pass)
+      for (auto& [id, c] : connections_) {
+        if (c.authenticated || (peer && c.peer != *peer)) continue;
+        if (pass == 0 && c.phase != Connection::Phase::Closing) continue;
+        ++link_->evicted;
+        const uint64_t victim = id;
+        c.socket->abort();
+        on_closed(victim);
+        return true;
+      }
+    return false;
   }
 
   Peer& peer_entry(const std::string& address) {
@@ -275,7 +332,7 @@ private:
     auto it = connections_.find(id);
     if (it == connections_.end()) return;
     Connection& c = it->second;
-    if (c.phase == Connection::Phase::Waiting) return;  // read later: TCP holds the rest
+    if (c.phase == Connection::Phase::Waiting || c.write_blocked) return;  // read later: TCP holds the rest
     if (c.phase == Connection::Phase::Closing) {
       const QByteArray junk = c.socket->readAll();
       const uint64_t n = static_cast<uint64_t>(junk.size());
@@ -287,12 +344,40 @@ private:
     process(c);
   }
 
+  // The client took some of its replies: below half the bound, read its next request.
+  void on_written(uint64_t id) {
+    auto it = connections_.find(id);
+    if (it == connections_.end() || !it->second.write_blocked) return;
+    Connection& c = it->second;
+    if (c.socket->bytesToWrite() > static_cast<qint64>(options_.max_unsent_bytes / 2)) return;
+    c.write_blocked = false;
+    c.timer->stop();
+    c.timing_request = false;
+    read_into(c);
+    process(c);
+  }
+
+  void on_auth_timeout(uint64_t id) {
+    auto it = connections_.find(id);
+    if (it == connections_.end() || it->second.authenticated) return;
+    Connection& c = it->second;
+    if (c.phase == Connection::Phase::Closing) return;  // its linger timer ends it
+    if (c.phase == Connection::Phase::Waiting) {  // a public route's handler is running: one more round
+      c.auth_timer->start(options_.unauthenticated_timeout_ms);
+      return;
+    }
+    ++link_->rejected;
+    c.socket->abort();  // no answer: a stranger that sent nothing useful gets nothing
+    on_closed(id);
+  }
+
   void on_closed(uint64_t id) {
     auto it = connections_.find(id);
     if (it == connections_.end()) return;
     QTcpSocket* s = it->second.socket;
     s->disconnect(this);
     it->second.timer->stop();
+    it->second.auth_timer->stop();
     s->deleteLater();
     auto p = peers_.find(it->second.peer);
     if (p != peers_.end()) --p->second.connections;
@@ -313,6 +398,12 @@ private:
         return;
       case Connection::Phase::Head:
       case Connection::Phase::Body:
+        if (c.write_blocked) {  // its replies were not read within the request timeout
+          ++link_->rejected;
+          c.socket->abort();
+          on_closed(id);
+          return;
+        }
         if (!c.timing_request && c.buf.empty()) {
           c.phase = Connection::Phase::Closing;  // idle keep-alive connection
           c.timer->start(kLingerMs);
@@ -367,9 +458,15 @@ private:
                             " per second); retry later",
                         length, {{"Retry-After", retry_after(wait_s)}});
         const auto auth = c.req.header("Authorization");  // start() refused an empty token
-        if (!auth || !bearer_matches(*auth, options_.bearer_token))
+        if (auth && bearer_matches(*auth, options_.bearer_token)) {
+          if (!c.authenticated) {
+            c.authenticated = true;
+            c.auth_timer->stop();
+          }
+        } else if (auth || !is_public(c.req)) {
           return reject(c, 401, auth ? "invalid bearer token" : "missing \"Authorization: Bearer <token>\" header",
                         length, {{"WWW-Authenticate", "Bearer"}});
+        }
         if (c.req.chunked)
           return reject(c, 501, "chunked request bodies (Transfer-Encoding) are not supported; send Content-Length");
         if (length > options_.limits.max_body_bytes)
@@ -400,12 +497,23 @@ private:
     }
   }
 
+  static bool path_matches(const Route& r, const std::string& path) {
+    const bool prefix = !r.path.empty() && r.path.back() == '*';  // "/a/*" matches "/a/..."
+    return prefix ? path.compare(0, r.path.size() - 1, r.path, 0, r.path.size() - 1) == 0 : r.path == path;
+  }
+
+  // A request without a token may reach only a public route (GET or HEAD of a static page).
+  bool is_public(const HttpRequest& req) const {
+    for (const auto& r : routes_)
+      if (r.options.public_route && r.method == req.method && path_matches(r, req.path)) return true;
+    return false;
+  }
+
   void dispatch(Connection& c) {
     const Route* found = nullptr;
     std::string allow;
     for (const auto& r : routes_) {
-      const bool prefix = !r.path.empty() && r.path.back() == '*';  // "/a/*" matches "/a/..."
-      if (prefix ? c.req.path.compare(0, r.path.size() - 1, r.path, 0, r.path.size() - 1) != 0 : r.path != c.req.path) continue;
+      if (!path_matches(r, c.req.path)) continue;
       if (r.method == c.req.method) found = &r;
       allow += (allow.empty() ? "" : ", ") + r.method;
     }
@@ -424,12 +532,28 @@ private:
       return;
     }
     ++link_->requests;
+    if (!found->options.blocking) return run_handler(*found, c.req, reply);
+    if (queued_handlers_.load() >= options_.max_queued_handlers + pool_.maxThreadCount()) {
+      HttpResponse r = HttpResponse::error(503, "the server is busy (" + std::to_string(options_.max_queued_handlers) +
+                                                    " requests waiting); retry later");
+      r.headers.emplace_back("Retry-After", "1");
+      ++link_->rejected;
+      return reply.send(std::move(r));
+    }
+    ++queued_handlers_;
+    pool_.start([this, route = found, req = c.req, reply] {
+      run_handler(*route, req, reply);
+      --queued_handlers_;
+    });
+  }
+
+  static void run_handler(const Route& route, const HttpRequest& req, const Reply& reply) {
     try {
-      found->handler(c.req, reply);
+      route.handler(req, reply);
     } catch (const HttpError& e) {
       reply.send(e.response());
     } catch (const std::exception& e) {
-      log_warn(c.req.method + " " + c.req.path + ": " + e.what());
+      log_warn(req.method + " " + req.path + ": " + e.what());
       reply.send(HttpResponse::error(500, e.what()));
     }
   }
@@ -442,6 +566,8 @@ private:
   std::map<uint64_t, Connection> connections_;
   std::map<std::string, Peer> peers_;
   uint64_t next_id_ = 0;
+  QThreadPool pool_;  // runs `blocking` routes; routes_ outlives it (waitForDone in shutdown)
+  std::atomic<int> queued_handlers_{0};
 };
 
 void Reply::send(HttpResponse response) const {
@@ -461,16 +587,18 @@ HttpServer::HttpServer(HttpServerOptions options) : options_(std::move(options))
 
 HttpServer::~HttpServer() { stop(); }
 
-void HttpServer::route(const std::string& method, const std::string& path, HttpHandler handler) {
+void HttpServer::route(const std::string& method, const std::string& path, HttpHandler handler, RouteOptions options) {
   check(thread_ == nullptr, "http server", "routes must be added before start()");
-  routes_.push_back({method, path, std::move(handler)});
+  check(!options.public_route || method == "GET" || method == "HEAD", "http server",
+        "public route " + method + " " + path + ": only GET and HEAD may be served without the token");
+  routes_.push_back({method, path, std::move(handler), options});
 }
 
 void HttpServer::start() {
   check(thread_ == nullptr, "http server", "already started");
   link_ = std::make_shared<ReplyLink>();
   std::vector<ServerCore::Route> routes;
-  for (const auto& r : routes_) routes.push_back({r.method, r.path, r.handler});
+  for (const auto& r : routes_) routes.push_back({r.method, r.path, r.handler, r.options});
   std::optional<QSslConfiguration> tls;  // bad files: an error naming them, before anything starts
   if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty())
     tls = server_tls_configuration(options_.tls_cert_file, options_.tls_key_file);
@@ -526,6 +654,7 @@ HttpServerStats HttpServer::stats() const {
     s.requests = link_->requests;
     s.rejected = link_->rejected;
     s.connections_open = link_->open;
+    s.evicted = link_->evicted;
   }
   return s;
 }

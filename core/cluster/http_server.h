@@ -7,8 +7,18 @@
 // on every route (401), optional TLS (PEM certificate and key: HTTPS only on that port; tls.h),
 // and a route table of (method, path) -> handler.
 //
-// Handlers run on the server thread and must not block it: a handler that does heavy work hands
-// its Reply to another thread and calls Reply::send() from there when done (thread-safe, once).
+// Admission control (issue 18): a connection is "unauthenticated" until one of its requests
+// carries the token. At most `max_unauthenticated` of them are open at once, each must present
+// the token within `unauthenticated_timeout_ms` of being accepted (TLS handshake included), and
+// when the table is full a new connection evicts the oldest unauthenticated one instead of being
+// refused, so idle or slow strangers can never take the slots of peers holding the token. Replies
+// a client does not read stop the server from reading that connection's next request once more
+// than `max_unsent_bytes` wait to be sent (output back-pressure; closed after the request timeout).
+//
+// Handlers run on the server thread and must not block it. A route marked `blocking` (file reads,
+// parsing and tokenizing large bodies) runs on the server's own pool of `handler_threads`, at most
+// `max_queued_handlers` waiting (more: 503 with Retry-After). Any handler may also hand its Reply to
+// another thread and call Reply::send() from there when done (thread-safe, once).
 // Errors thrown by a handler become JSON error responses (HttpError: its status; anything else:
 // 500), in vLLM's shape (http_message.h).
 #pragma once
@@ -37,6 +47,11 @@ struct HttpServerOptions {
   double max_request_burst = 4000;     // per client address, at once; beyond the rate -> 429
   int request_timeout_ms = 30000;  // first byte of a request to its last; slower -> 408 and close
   int idle_timeout_ms = 120000;    // a kept-alive connection without a request is closed
+  int max_unauthenticated = 64;    // open connections that have not yet shown the token
+  int unauthenticated_timeout_ms = 5000;  // accept to the first authenticated request head
+  size_t max_unsent_bytes = 8u << 20;     // replies queued for one client; above: stop reading it
+  int handler_threads = 2;         // the pool that runs `blocking` routes
+  int max_queued_handlers = 64;    // blocking requests waiting for the pool; more -> 503
   std::string server_name = "grpo-worker";
   std::string tls_cert_file, tls_key_file;  // both set: HTTPS (PEM files); url() says https://
 };
@@ -60,10 +75,16 @@ private:
 
 using HttpHandler = std::function<void(const HttpRequest&, Reply)>;
 
+struct RouteOptions {
+  bool public_route = false;  // served without the token (static pages only: no data, no control)
+  bool blocking = false;      // runs on the server's handler pool, not on the network thread
+};
+
 struct HttpServerStats {
   int64_t requests = 0;          // requests dispatched to a handler
   int64_t rejected = 0;          // answered by the server itself with an error (4xx/5xx)
   int64_t connections_open = 0;
+  int64_t evicted = 0;           // unauthenticated connections closed to admit a newer one
 };
 
 class HttpServer {
@@ -75,7 +96,7 @@ public:
 
   // Routes are fixed before start(). A path registered for another method answers 405. A path
   // ending in '*' matches every request path that starts with what precedes the '*'.
-  void route(const std::string& method, const std::string& path, HttpHandler handler);
+  void route(const std::string& method, const std::string& path, HttpHandler handler, RouteOptions options = {});
 
   // Binds and starts serving; throws grpo::Error naming the address when it cannot listen.
   void start();
@@ -92,6 +113,7 @@ private:
   struct Route {
     std::string method, path;
     HttpHandler handler;
+    RouteOptions options;
   };
   std::vector<Route> routes_;
   QThread* thread_ = nullptr;

@@ -34,19 +34,32 @@ void WorkerBatcher::submit(CompletionJob job, std::shared_ptr<const LoadedAdapte
     std::random_device rd;
     p.seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   }
+  p.sequences = static_cast<int64_t>(job.prompts.size()) * job.n;  // both bounded by ModelLimits
   p.job = std::move(job);
   p.adapter = std::move(adapter);
   p.done = std::move(done);
+  p.queued_at = std::chrono::steady_clock::now();
+  int64_t waiting = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_) {
+    if (stopping_) {
+      waiting = -1;
+    } else if (queued_sequences_ + p.sequences > options_.max_queued_sequences && !queue_.empty()) {
+      waiting = queued_sequences_;
+    } else {
       p.seq = ++next_seq_;
+      queued_sequences_ += p.sequences;
       queue_.push_back(std::move(p));
       cv_.notify_all();
       return;
     }
   }
-  p.done(HttpResponse::error(503, "the worker is shutting down"));
+  if (waiting < 0) return p.done(HttpResponse::error(503, "the worker is shutting down"));
+  HttpResponse busy = HttpResponse::error(503, "the worker's queue is full (" + std::to_string(waiting) +
+                                                   " sequences waiting, limit " +
+                                                   std::to_string(options_.max_queued_sequences) + "); retry later");
+  busy.headers.emplace_back("Retry-After", "1");
+  p.done(std::move(busy));
 }
 
 void WorkerBatcher::pause(PauseMode mode, std::function<void()> paused) {
@@ -59,6 +72,7 @@ void WorkerBatcher::pause(PauseMode mode, std::function<void()> paused) {
     if (mode == PauseMode::Abort) {
       aborted.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
       queue_.clear();
+      queued_sequences_ = 0;
     }
     if (mode == PauseMode::Wait) {
       // Everything submitted so far still runs (vLLM drains its in-flight requests); what
@@ -118,6 +132,7 @@ void WorkerBatcher::stop() {
     if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
     left.swap(queue_);
+    queued_sequences_ = 0;
     cv_.notify_all();
   }
   for (auto& p : left) p.done(HttpResponse::error(503, "the worker is shutting down"));
@@ -139,7 +154,7 @@ bool WorkerBatcher::same_batch(const Pending& a, const Pending& b) {
 
 void WorkerBatcher::run() {
   for (;;) {
-    std::vector<Pending> batch;
+    std::vector<Pending> batch, expired;
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Paused: only requests submitted before a pause(wait) may still run.
@@ -147,24 +162,43 @@ void WorkerBatcher::run() {
         return stopping_ || (!queue_.empty() && (!paused_ || queue_.front().seq <= drain_until_));
       });
       if (stopping_) return;
-      const uint64_t limit = paused_ ? drain_until_ : UINT64_MAX;
-      // The oldest request and every queued one that can share its Sampler call.
-      batch.push_back(std::move(queue_.front()));
-      queue_.pop_front();
-      int64_t sequences = static_cast<int64_t>(batch[0].job.prompts.size()) * batch[0].job.n;
+      // Requests that waited past their budget are answered, not generated (the client gave up).
+      const auto too_old = std::chrono::steady_clock::now() - std::chrono::milliseconds(options_.max_wait_ms);
       for (auto it = queue_.begin(); it != queue_.end();) {
-        const int64_t more = static_cast<int64_t>(it->job.prompts.size()) * it->job.n;
-        if (it->seq <= limit && same_batch(batch[0], *it) && sequences + more <= options_.max_batch_sequences) {
-          sequences += more;
-          batch.push_back(std::move(*it));
-          it = queue_.erase(it);
-        } else {
+        if (it->queued_at >= too_old) {
           ++it;
+          continue;
         }
+        queued_sequences_ -= it->sequences;
+        expired.push_back(std::move(*it));
+        it = queue_.erase(it);
+      }
+      const uint64_t limit = paused_ ? drain_until_ : UINT64_MAX;
+      if (!queue_.empty() && queue_.front().seq <= limit) {
+        // The oldest request and every queued one that can share its Sampler call.
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+        int64_t sequences = batch[0].sequences;
+        for (auto it = queue_.begin(); it != queue_.end();) {
+          if (it->seq <= limit && same_batch(batch[0], *it) && sequences + it->sequences <= options_.max_batch_sequences) {
+            sequences += it->sequences;
+            batch.push_back(std::move(*it));
+            it = queue_.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        queued_sequences_ -= sequences;
       }
       running_ = static_cast<int64_t>(batch.size());
     }
-    generate(batch);
+    for (auto& p : expired) {
+      HttpResponse r = HttpResponse::error(503, "the request waited more than " + std::to_string(options_.max_wait_ms) +
+                                                    " ms in the worker's queue; retry later");
+      r.headers.emplace_back("Retry-After", "1");
+      p.done(std::move(r));
+    }
+    if (!batch.empty()) generate(batch);
     std::vector<std::function<void()>> waiters;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -12,6 +12,7 @@
 // finish_reason "abort"; the running batch finishes). Requests that arrive while paused wait.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -33,6 +34,11 @@ enum class PauseMode { Abort, Wait, Keep };
 struct BatcherOptions {
   std::string worker_name;
   int64_t max_batch_sequences = 256;  // prompts x n per Sampler call
+  // The queue is bounded: a request that would bring the sequences waiting above this is answered
+  // 503 with Retry-After at once, and one that waited longer than max_wait_ms before its batch
+  // started is answered 503 instead of being generated for a client that has long given up.
+  int64_t max_queued_sequences = 4096;
+  int64_t max_wait_ms = 300000;
 };
 
 struct BatcherStats {
@@ -72,6 +78,8 @@ private:
     Done done;
     uint64_t seed = 0;
     uint64_t seq = 0;  // submission order
+    int64_t sequences = 0;  // prompts x n
+    std::chrono::steady_clock::time_point queued_at;
   };
   void run();
   void generate(std::vector<Pending>& batch);
@@ -84,6 +92,7 @@ private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> queue_;
+  int64_t queued_sequences_ = 0;  // sum of queue_[i].sequences
   bool paused_ = false;
   bool stopping_ = false;
   int64_t running_ = 0;

@@ -225,6 +225,8 @@ void WorkerServer::start() {
   BatcherOptions bo;
   bo.worker_name = d.options.name;
   bo.max_batch_sequences = d.options.max_batch_sequences;
+  bo.max_queued_sequences = d.options.max_queued_sequences;
+  bo.max_wait_ms = d.options.max_queue_wait_ms;
   d.batcher = std::make_unique<WorkerBatcher>(d.base, d.tokenizer, bo);
   d.loader = std::make_unique<TaskThread>();
   if (d.options.inject_delay_ms > 0) d.delayer = std::make_unique<TaskThread>();
@@ -288,8 +290,13 @@ json WorkerServer::status_json() const {
           {"paused", b.paused},
           {"adapters", adapters},
           {"max_loras", d.options.max_loras},
+          {"limits", {{"max_model_len", d.limits.max_model_len},
+                      {"max_batch", d.options.max_batch_sequences},
+                      {"max_queue", d.options.max_queued_sequences},
+                      {"max_queue_wait_ms", d.options.max_queue_wait_ms},
+                      {"max_body_bytes", d.options.limits.max_body_bytes}}},
           {"served", {{"requests", b.requests}, {"batches", b.batches}, {"completions", b.completions},
-                      {"tokens", b.tokens}}},
+                      {"tokens", b.tokens}, {"refused", h.rejected}, {"strangers_evicted", h.evicted}}},
           {"uptime_s", uptime}};
 }
 
@@ -371,7 +378,9 @@ void WorkerServer::Impl::add_routes() {
     r.send(HttpResponse::json(200, {{"version", options.version}}));
   });
   s.route("GET", "/v1/models", [this](const HttpRequest&, Reply r) { r.send(HttpResponse::json(200, models_json())); });
-  s.route("POST", "/v1/completions", [this](const HttpRequest& req, Reply r) { completions(req, std::move(r)); });
+  // Parsing and tokenizing a body of up to --max-body-mb runs on the server's handler pool.
+  s.route("POST", "/v1/completions", [this](const HttpRequest& req, Reply r) { completions(req, std::move(r)); },
+          RouteOptions{.blocking = true});
   s.route("POST", "/v1/load_lora_adapter", [this](const HttpRequest& req, Reply r) {
     const json j = parse_body(req);
     const std::string name = string_field(j, "lora_name"), path = string_field(j, "lora_path");

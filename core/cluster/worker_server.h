@@ -38,6 +38,8 @@ struct WorkerOptions {
   int max_loras = 8;               // adapters loaded at once (>= max_staleness + 2)
   int64_t max_lora_rank = 64;
   int64_t max_batch_sequences = 256;
+  int64_t max_queued_sequences = 4096;  // BatcherOptions (worker_batcher.h): more waiting -> 503
+  int64_t max_queue_wait_ms = 300000;
   HttpLimits limits;
   int request_timeout_ms = 30000;
   int max_connections = 256;

@@ -1,5 +1,6 @@
 #include "core/common/files.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -43,7 +44,9 @@ std::string read_file(const std::string& path, size_t max_bytes) {
 }
 
 void write_file_atomic(const std::string& path, std::string_view data) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  // Unique per process and per call: two threads publishing the same path never share a temp file.
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(++counter);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(tmp, std::string("cannot create: ") + std::strerror(errno));
   size_t off = 0;

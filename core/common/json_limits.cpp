@@ -40,6 +40,26 @@ void check_json_depth(std::string_view text, const std::string& source, int max_
         "real configs, tokenizers and API bodies nest a few levels; flatten the value");
 }
 
+void check_yaml_flow_depth(std::string_view text, const std::string& source, int max_depth) {
+  int depth = 0;
+  bool line_start = true, after_space = true;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '#' && (line_start || after_space)) {  // a comment runs to the end of its line
+      while (i < text.size() && text[i] != '\n') ++i;
+      line_start = after_space = true;
+      continue;
+    }
+    if (c == '[' || c == '{')
+      check(++depth <= max_depth, source,
+            "YAML nested deeper than " + std::to_string(max_depth) + " levels (the limit for input from outside)",
+            "real configs nest a few levels; flatten the value");
+    if ((c == ']' || c == '}') && depth > 0) --depth;
+    line_start = c == '\n';
+    after_space = c == ' ' || c == '\t' || c == '\n';
+  }
+}
+
 namespace {
 template <typename J>
 J parse_bounded(std::string_view text, const std::string& source, int max_depth) {

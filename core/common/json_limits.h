@@ -29,4 +29,11 @@ nlohmann::json parse_json_bounded(std::string_view text, const std::string& sour
 nlohmann::ordered_json parse_ordered_json_bounded(std::string_view text, const std::string& source,
                                                   int max_depth = kMaxJsonDepth);
 
+// yaml-cpp recurses once per level of flow collections ([...], {...}), so YAML from a file or a
+// flag is checked before it is loaded: throws grpo::Error naming `source` when its brackets nest
+// deeper than `max_depth`. Brackets are counted outside comments; one inside a quoted scalar
+// counts too (a false refusal needs 64 unclosed brackets in one string). Block nesting needs two
+// more bytes of indentation a level, so a file's size bounds it.
+void check_yaml_flow_depth(std::string_view text, const std::string& source, int max_depth = kMaxJsonDepth);
+
 }  // namespace grpo

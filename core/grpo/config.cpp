@@ -225,6 +225,7 @@ json TrainConfig::to_json() const { return table().to_json(*this); }
 
 json parse_config_text(const std::string& text, const std::string& source) {
   if (ends_with(source, ".yaml") || ends_with(source, ".yml")) {
+    check_yaml_flow_depth(text, source);
     try {
       return yaml_to_json(YAML::Load(text), source);
     } catch (const YAML::Exception& e) {
@@ -256,6 +257,7 @@ json parse_set_options(const std::vector<std::string>& assignments) {
     check(eq != std::string::npos && eq > 0, "--set " + kv, "expected KEY=VALUE", "e.g. --set learning_rate=1e-5");
     const std::string key = trim(kv.substr(0, eq)), text = kv.substr(eq + 1);
     json value;
+    check_yaml_flow_depth(text, "--set " + key);
     try {  // a YAML scalar or flow value (JSON included); text YAML cannot read stays text
       value = yaml_to_json(YAML::Load(text), "--set " + key);
     } catch (const YAML::Exception&) {

@@ -1,6 +1,5 @@
 // Datasets by file, folder or Hub repo id, with `datasets`' config and split rules (see
 // dataset_source.h).
-#include "core/common/json_limits.h"
 #include "core/rollout/dataset_source.h"
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/common/json_limits.h"
 #include "core/common/strings.h"
 #include "core/hub/hf_cache.h"
 #include "core/io/parquet.h"
@@ -89,12 +89,7 @@ json front_matter(const std::string& repo_dir) {
         "YAML front matter of " + std::to_string(end - start) + " bytes exceeds the limit of " +
             std::to_string(kMaxFrontMatter));
   // yaml-cpp recurses per nesting level: refuse deep flow collections before it parses them.
-  int flow = 0;
-  for (size_t i = start; i < end; ++i) {
-    char c = text[i];
-    if (c == '[' || c == '{') check(++flow <= kMaxYamlDepth, path, "YAML front matter nested deeper than 32 levels");
-    if ((c == ']' || c == '}') && flow > 0) --flow;
-  }
+  check_yaml_flow_depth(std::string_view(text).substr(start, end - start), path + ": YAML front matter", kMaxYamlDepth);
   YAML::Node root;
   try {
     root = YAML::Load(text.substr(start, end - start));

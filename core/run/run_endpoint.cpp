@@ -117,6 +117,9 @@ void RunEndpoint::start() {
   so.tls_cert_file = options_.tls_cert_file;
   so.tls_key_file = options_.tls_key_file;
   server_ = std::make_unique<cluster::HttpServer>(so);
+  // Adapter files and the run's JSONL files are read on the server's handler pool, never on its
+  // network thread (issue 18).
+  const cluster::RouteOptions kFileRead{.blocking = true};
   auto paused = std::make_shared<std::atomic<bool>>(false);
   Engine* engine = &engine_;
   const std::string dir = run_dir_;
@@ -128,7 +131,7 @@ void RunEndpoint::start() {
     r.content_type = "application/octet-stream";
     r.body = read_file(bucket_file(run, req.path));
     reply.send(std::move(r));
-  });
+  }, kFileRead);
   server_->route("GET", "/grpo/run", [=](const HttpRequest&, Reply reply) {
     const EngineState st = engine->state();
     reply.send(HttpResponse::json(200, {{"state", to_string(st)},
@@ -138,13 +141,13 @@ void RunEndpoint::start() {
                                         {"run_dir", dir},
                                         {"paused", st == EngineState::Paused || paused->load()},
                                         {"last_metrics", run.last_metrics()}}));
-  });
+  }, kFileRead);
   server_->route("GET", "/grpo/metrics", [run](const HttpRequest& req, Reply reply) {
     reply.send(HttpResponse::json(200, read_metrics(run, since_param(req, -1))));
-  });
+  }, kFileRead);
   server_->route("GET", "/grpo/events", [run, engine](const HttpRequest& req, Reply reply) {
     reply.send(HttpResponse::json(200, read_events(run, std::max<int64_t>(0, since_param(req, 0)), engine->held_events())));
-  });
+  }, kFileRead);
   server_->route("POST", "/grpo/run/pause", [=](const HttpRequest&, Reply reply) {
     engine->pause();
     *paused = true;

@@ -5,11 +5,14 @@
 // keep-alive connections), malformed input (400, 505, 501 chunked), bearer auth (401), the
 // slow-client timeout (408, also for headers dribbled byte by byte), routing (404, 405), handler
 // errors in vLLM's error shape, Expect: 100-continue, HTTP/1.0 closing, and replies to clients
-// that went away.
+// that went away. Admission control (issue 18): strangers (no token yet) are evicted to make room
+// and closed after a few seconds, public routes, output back-pressure on pipelined replies nobody
+// reads, and blocking routes on the handler pool (503 when its queue is full).
 // The parser is also checked directly on byte strings.
 #include <QTcpSocket>
 #include <QtTest>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -564,6 +567,166 @@ private Q_SLOTS:
     QCOMPARE(r.status, 200);
     QCOMPARE(r.headers["connection"], std::string("close"));
     QVERIFY(old.closed_by_peer());
+  }
+
+  void strangersMakeRoomForPeersHoldingTheToken() {
+    HttpServerOptions o;
+    o.max_connections = 3;
+    o.max_unauthenticated = 2;
+    auto server = make_server(o);
+    RawClient a(server->port());
+    a.send(get("/echo"));
+    QCOMPARE(a.read().status, 200);  // a holds the token
+    RawClient s1(server->port()), s2(server->port());  // strangers: connected, never a byte
+    for (int i = 0; i < 250 && server->stats().connections_open < 3; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    QCOMPARE(server->stats().connections_open, int64_t(3));
+    // The table is full: a newcomer closes the oldest stranger instead of being refused.
+    RawClient b(server->port());
+    b.send(get("/echo"));
+    QCOMPARE(b.read().status, 200);
+    QVERIFY(s1.closed_by_peer(5000));
+    QCOMPARE(server->stats().evicted, int64_t(1));
+    // Strangers beyond max_unauthenticated evict each other, never a peer with the token.
+    RawClient s3(server->port());
+    QVERIFY(s2.closed_by_peer(5000));
+    RawClient c(server->port());  // evicts s3; c then shows the token
+    c.send(get("/echo"));
+    QCOMPARE(c.read().status, 200);
+    QVERIFY(s3.closed_by_peer(5000));
+    // Only peers with the token left: the next one is refused (503), and a, b, c are still served.
+    RawClient d(server->port());
+    Response r = d.read();
+    QCOMPARE(r.status, 503);
+    QCOMPARE(r.headers["retry-after"], std::string("1"));
+    for (RawClient* k : {&a, &b, &c}) {
+      k->send(get("/echo"));
+      QCOMPARE(k->read().status, 200);
+    }
+  }
+
+  void strangersAreClosedWithinTheirTimeout() {
+    HttpServerOptions o;
+    o.unauthenticated_timeout_ms = 300;
+    auto server = make_server(o);
+    const auto t0 = std::chrono::steady_clock::now();
+    RawClient silent(server->port());
+    RawClient dribble(server->port());
+    dribble.send("GET /echo HTTP/1.1\r\nHo");  // a head that never ends (request timeout: 30 s)
+    QVERIFY(silent.closed_by_peer(5000));
+    QVERIFY(dribble.closed_by_peer(5000));
+    QVERIFY(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+    // A connection that showed the token keeps the ordinary idle timeout (120 s).
+    RawClient peer(server->port());
+    peer.send(get("/echo"));
+    QCOMPARE(peer.read().status, 200);
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    peer.send(get("/echo"));
+    QCOMPARE(peer.read().status, 200);
+  }
+
+  void publicRoutesNeedNoToken() {
+    HttpServerOptions o;
+    o.host = "127.0.0.1";
+    o.bearer_token = kToken;
+    HttpServer server(o);
+    server.route("GET", "/page", [](const HttpRequest&, Reply r) { r.send(HttpResponse::text(200, "<html>")); },
+                 RouteOptions{.public_route = true});
+    server.route("GET", "/data", [](const HttpRequest&, Reply r) { r.send(HttpResponse::text(200, "secret")); });
+    bool refused = false;
+    try {
+      server.route("POST", "/control", [](const HttpRequest&, Reply) {}, RouteOptions{.public_route = true});
+    } catch (const std::exception& e) {
+      refused = std::string(e.what()).find("only GET and HEAD") != std::string::npos;
+    }
+    QVERIFY(refused);
+    server.start();
+    RawClient c(server.port());
+    c.send(get("/page", ""));
+    Response r = c.read();
+    QCOMPARE(r.status, 200);
+    QCOMPARE(r.body, std::string("<html>"));
+    c.send(get("/data", ""));
+    QCOMPARE(c.read().status, 401);
+    RawClient wrong(server.port());  // a wrong token is refused even on a public route
+    wrong.send(get("/page", "not-the-token-at-all-0123456789"));
+    QCOMPARE(wrong.read().status, 401);
+  }
+
+  void repliesNobodyReadsStopTheReading() {
+    HttpServerOptions o;
+    o.max_unsent_bytes = 256 * 1024;
+    o.max_requests_per_s = 0;
+    auto server = std::make_unique<HttpServer>([&] {
+      o.host = "127.0.0.1";
+      o.bearer_token = kToken;
+      return o;
+    }());
+    const std::string big(4u << 20, 'x');
+    server->route("GET", "/big", [&big](const HttpRequest&, Reply r) { r.send(HttpResponse::text(200, big)); });
+    server->start();
+    RawClient c(server->port());
+    constexpr int kRequests = 24;  // 96 MiB of replies
+    std::string pipelined;
+    for (int i = 0; i < kRequests; ++i) pipelined += get("/big");
+    c.send(pipelined);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    // The kernel's socket buffers take a few replies; then the server reads no further request.
+    const int64_t served = server->stats().requests;
+    QVERIFY2(served >= 1 && served < kRequests / 2, std::to_string(served).c_str());
+    for (int i = 0; i < kRequests; ++i) {  // the client reads: every request is answered, in order
+      const Response r = c.read(20000);
+      QCOMPARE(r.status, 200);
+      QCOMPARE(r.body.size(), big.size());
+    }
+    QCOMPARE(server->stats().requests, int64_t(kRequests));
+  }
+
+  void blockingRoutesRunOnThePool() {
+    HttpServerOptions o;
+    o.handler_threads = 1;
+    o.max_queued_handlers = 1;
+    o.host = "127.0.0.1";
+    o.bearer_token = kToken;
+    HttpServer server(o);
+    std::atomic<int> ran{0};
+    std::atomic<bool> release{false};
+    server.route("GET", "/slow-read", [&](const HttpRequest&, Reply r) {
+      for (int i = 0; i < 1000 && !release; ++i)  // e.g. a large file; at most 10 s
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ++ran;
+      r.send(HttpResponse::text(200, "done"));
+    }, RouteOptions{.blocking = true});
+    server.route("GET", "/echo", [](const HttpRequest&, Reply r) { r.send(HttpResponse::text(200, "fast")); });
+    server.start();
+    std::vector<std::unique_ptr<RawClient>> slow;
+    for (int i = 0; i < 4; ++i) {
+      slow.push_back(std::make_unique<RawClient>(server.port()));
+      slow.back()->send(get("/slow-read"));
+    }
+    // One handler runs and one waits on the pool; the other two are told to come back at once.
+    std::vector<int> status(4, 0);
+    int busy = 0;
+    for (int round = 0; round < 100 && busy < 2; ++round)
+      for (size_t i = 0; i < slow.size(); ++i) {
+        if (status[i] != 0) continue;
+        Response r = slow[i]->read(20);
+        status[i] = r.status;
+        if (r.status == 503 && r.headers["retry-after"] == "1") ++busy;
+      }
+    QCOMPARE(busy, 2);
+    // The network thread is free while the pool is held: a plain route answers.
+    RawClient fast(server.port());
+    fast.send(get("/echo"));
+    QCOMPARE(fast.read(5000).status, 200);
+    QCOMPARE(ran.load(), 0);
+    release = true;
+    int ok = 0;
+    for (size_t i = 0; i < slow.size(); ++i)
+      if (status[i] == 0) ok += slow[i]->read(20000).status == 200;
+    QCOMPARE(ok, 2);
+    QCOMPARE(busy, 2);
+    QCOMPARE(ran.load(), 2);
   }
 
   void replyAfterTheClientLeftIsHarmless() {

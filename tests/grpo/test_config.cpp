@@ -90,6 +90,21 @@ private Q_SLOTS:
     d.apply(c.to_json(), "resolved");
     QCOMPARE(d.to_json(), c.to_json());
   }
+  // yaml-cpp recurses per flow level: a deep YAML file is refused by name before it is loaded
+  // (it used to overflow the stack); comments and ordinary flow values are not counted against it.
+  void deepYamlIsRefusedBeforeLoading() {
+    QTemporaryDir dir;
+    const std::string path = dir.path().toStdString() + "/deep.yaml";
+    grpo::write_file_atomic(path, "task: arith\ntarget_modules: " + std::string(100000, '[') + "\n");
+    const QString e = error_of([&] { grpo::grpo::load_train_config(path); });
+    QVERIFY2(e.contains(QString::fromStdString(path)) && e.contains("YAML nested deeper than 64 levels"), qPrintable(e));
+    QVERIFY(error_of([] { grpo::grpo::parse_set_options({"target_modules=" + std::string(1000, '[')}); })
+                .contains("--set target_modules"));
+    const std::string ok = dir.path().toStdString() + "/ok.yaml";
+    grpo::write_file_atomic(ok, "model_name_or_path: /models/qwen\ntask: arith  # " + std::string(200, '[') + "\ntarget_modules: [q_proj, v_proj]\nreward_funcs: [{name: accuracy}]\n");
+    QCOMPARE(error_of([&] { grpo::grpo::load_train_config(ok); }), QString());
+  }
+
   void crossFieldValidation() {
     QTemporaryDir dir;
     std::string path = dir.path().toStdString() + "/run.json";
