@@ -23,6 +23,7 @@
 #include "core/grpo/config_schema.h"
 #include "core/cluster/cluster_token.h"
 #include "core/cluster/tls.h"
+#include "core/run/dashboard_routes.h"
 #include "core/run/engine.h"
 #include "core/run/run_endpoint.h"
 #include "core/run/run_status.h"
@@ -212,6 +213,8 @@ void add_train_commands(CLI::App& app) {
         endpoint = std::make_unique<run::RunEndpoint>(engine, ro);
         endpoint->start();
         std::cout << "serving run on " << endpoint->url() << std::endl;
+        // The browser view, token in the fragment (never sent to the server nor logged by it).
+        std::cout << "dashboard: " << run::dashboard_url(endpoint->url(), ro.bearer_token) << std::endl;
         if (!ro.tls_cert_file.empty())  // what clients pin (the app: the URL with this fragment)
           std::cout << "TLS certificate SHA-256 " << cluster::certificate_file_fingerprint(ro.tls_cert_file)
                     << " (attach the app to " << endpoint->url() << "#sha256=<that>)" << std::endl;

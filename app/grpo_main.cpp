@@ -9,6 +9,12 @@
 #include "app/commands.h"
 #include "core/common/error.h"
 
+#ifdef GRPO_WITH_RUN
+namespace grpo::cli {
+void add_serve_commands(CLI::App& app);  // `grpo serve RUN_DIR --listen HOST:PORT` (cmd_serve.cpp)
+}
+#endif
+
 namespace grpo::cli {
 
 const char* const kExitStatusHelp =
@@ -35,6 +41,7 @@ int main(int argc, char** argv) {
   grpo::cli::add_sft_commands(app);
   grpo::cli::add_run_bench_commands(app);
   grpo::cli::add_cluster_bench_commands(app);
+  grpo::cli::add_serve_commands(app);
 #endif
 #ifdef GRPO_WITH_EXPORT
   grpo::cli::add_export_commands(app);

@@ -5,7 +5,8 @@
 #   --test  that, plus what the tests, fuzzers, sanitizers and benchmarks need (the default;
 #           scripts/test.sh): Python's torch and python3 for reference checks, Xvfb, clang and its
 #           sanitizer runtimes, the openssl CLI, debootstrap for scripts/check_fresh.sh, and
-#           Node.js with the npm `tokenizers` package for the tokenizer benchmark's reference.
+#           Node.js with the npm `tokenizers` package for the tokenizer benchmark's reference, and
+#           chromium with npm `puppeteer-core` for the browser view's tests (tests/web).
 #   --no-libtorch  without Debian's LibTorch 1.13 (CPU) and python3-torch: for a GPU box that builds
 #           against PyTorch's own CUDA LibTorch (scripts/gpu_check.sh)
 # Every package is installed with --no-install-recommends, so each one the project needs is listed
@@ -51,6 +52,7 @@ if [ "$mode" = test ]; then
     debootstrap             # scripts/check_fresh.sh builds a pristine Debian 12 root
     file                    # CPack's .deb generator (dpkg-shlibdeps) in scripts/check_package.sh
     desktop-file-utils appstream  # that script validates the desktop entry and AppStream metainfo
+    chromium                # the browser view's tests, benchmark and screenshot (tests/web), headless
   )
   # Node.js for the tokenizer benchmark's reference (may already come from elsewhere with npm).
   if ! command -v npm >/dev/null 2>&1; then PACKAGES+=(nodejs npm); fi
@@ -81,5 +83,10 @@ if [ "$mode" = test ] && [ -f tests/bench/package.json ] && command -v npm >/dev
       || { tail -n 5 "$npm_log"; echo "setup: warning: npm install in tests/bench failed; grpo bench tokenize will run without the reference"; }
     rm -f "$npm_log"
   fi
+fi
+# The browser view's tests drive chromium with puppeteer-core (pinned in tests/web/package-lock.json;
+# it downloads no browser). Required: without it test_web_dashboard fails saying so.
+if [ "$mode" = test ] && [ -f tests/web/package.json ] && command -v npm >/dev/null 2>&1 && [ ! -d tests/web/node_modules ]; then
+  (cd tests/web && npm ci --no-audit --no-fund --loglevel=error) || echo "setup: warning: npm ci in tests/web failed; test_web_dashboard will fail"
 fi
 echo "setup: dependencies ready ($mode)"

@@ -1,5 +1,4 @@
 // RunEndpoint: the trainer's HTTP routes (see run_endpoint.h) on a cluster::HttpServer.
-#include "core/common/json_limits.h"
 #include "core/run/run_endpoint.h"
 
 #include <algorithm>
@@ -13,8 +12,11 @@
 #include "core/cluster/http_server.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/common/json_limits.h"
 #include "core/common/strings.h"
+#include "core/run/dashboard_routes.h"
 #include "core/run/engine.h"
+#include "core/run/remote_source.h"
 #include "core/run/run_dir.h"
 
 namespace grpo::run {
@@ -84,6 +86,15 @@ std::string bucket_file(const RunFolder& run, const std::string& request_path) {
 }
 
 json ok() { return {{"ok", true}}; }
+
+// A live run's remote workers, for the dashboard (an Engine's sources are fixed from its constructor on).
+std::vector<WorkerInfo> remote_workers(Engine& engine) {
+  std::vector<WorkerInfo> out;
+  for (const auto& s : engine.sources())
+    if (auto* r = dynamic_cast<RemoteSource*>(s.get()))
+      for (auto& w : r->workers()) out.push_back(std::move(w));
+  return out;
+}
 
 }  // namespace
 
@@ -172,6 +183,17 @@ void RunEndpoint::start() {
     if (!err.empty()) throw HttpError(400, err);
     reply.send(HttpResponse::json(200, ok()));
   });
+  // The browser view (issue 19): the page at / and the /grpo/dashboard/* routes it reads.
+  add_dashboard_routes(*server_, {.run_dirs = {dir},
+                                  .live_state = [=] {
+                                    const EngineState st = engine->state();
+                                    return json{{"state", to_string(st)},
+                                                {"step", engine->step()},
+                                                {"policy_version", engine->policy_version()},
+                                                {"paused", st == EngineState::Paused || paused->load()}};
+                                  },
+                                  .workers = [engine] { return remote_workers(*engine); },
+                                  .max_steps = max_steps});
   server_->start();
 }
 

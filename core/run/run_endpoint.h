@@ -14,6 +14,8 @@
 //   GET  /grpo/events?since=N    the run's event lines from index N on (0-based, default 0), as an
 //                                array with one element per line (the next N is N + its size)
 // The run's files are read through RunFolder (run_dir.h).
+//   GET  /  and /grpo/dashboard/*  the browser view and the routes it reads (dashboard_routes.h);
+//                                the page itself is public, its data needs the token
 //   POST /grpo/run/pause|resume|stop   -> {"ok":true}
 //   POST /grpo/run/retune        body: a JSON object of TRL keys -> {"ok":true}, or 400 with the
 //                                engine's error text (naming the key)
