@@ -268,8 +268,21 @@ private:
   }
 
   // Closes the oldest connection that has not shown the token (of `peer`, when given); false when
-  // there is none. Connections already closing go first: they hold a slot for nothing.
+  // there is none. Connections already closing go first: they hold a slot for nothing. Before a
+  // victim is chosen, strangers with bytes already waiting are read: a peer whose request (and
+  // token) arrived, but whose readyRead the event loop has not delivered yet, is a stranger no
+  // more (under load a burst of connections otherwise evicted it before its first read).
   bool evict_unauthenticated(const std::string* peer) {
+    std::vector<uint64_t> waiting;
+    for (const auto& [id, c] : connections_)
+      if (!c.authenticated && c.phase == Connection::Phase::Head && !c.write_blocked &&
+          !qobject_cast<QSslSocket*>(c.socket) && (!peer || c.peer == *peer))
+        waiting.push_back(id);
+    for (const uint64_t id : waiting) {
+      auto it = connections_.find(id);
+      // Non-blocking: reads what the kernel holds; its readyRead runs on_ready (which may close it).
+      if (it != connections_.end()) it->second.socket->waitForReadyRead(0);
+    }
     for (int pass = 0; pass < 2; ++pass)
       for (auto& [id, c] : connections_) {
         if (c.authenticated || (peer && c.peer != *peer)) continue;

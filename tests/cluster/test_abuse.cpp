@@ -1,5 +1,5 @@
-// The abuse suite (issue 18): a real `grpo worker` and a real `grpo train --demo --serve` process on
-// loopback, attacked as a peer on the network would: some cases without the token, some with a
+// The abuse suite (issue 18): a real `grpo worker` and a real `grpo train --demo --serve` process
+// (trained until it has published an adapter, then paused) on loopback, attacked as a peer on the network would: some cases without the token, some with a
 // leaked one. For every case the test asserts that
 //   - the process is still alive,
 //   - authenticated requests made by a probe thread all through the abuse were answered, each
@@ -170,6 +170,8 @@ class TestAbuse : public QObject {
   ChildProcess worker_, trainer_;
   QByteArray token_;
   int worker_port_ = 0, trainer_port_ = 0;
+  QByteArray adapter_file_;  // a published adapter's safetensors in the trainer's bucket
+  qsizetype adapter_bytes_ = 0;
   std::vector<Row> rows_;
 
   ChildProcess& process_of(const std::string& target) { return target == "worker" ? worker_ : trainer_; }
@@ -229,7 +231,8 @@ private Q_SLOTS:
     trainer_.p.setStandardOutputFile(t_out);
     trainer_.p.setStandardErrorFile(tmp_.path() + "/trainer.err");
     // A long run: the test ends it (the child is killed when the test ends).
-    trainer_.p.start(GRPO_CLI, {"train", "--demo", "--steps", "100000", "--serve", "127.0.0.1:0",
+    // An adapter after every step: the first one appears soon, then the run is paused (below).
+    trainer_.p.start(GRPO_CLI, {"train", "--demo", "--steps", "100000", "--set", "weight_sync_steps=1", "--serve", "127.0.0.1:0",
                                 "--cluster-token-file", QString::fromStdString(token_file), "--output",
                                 tmp_.path() + "/run"});
     QVERIFY(worker_.p.waitForStarted(10000) && trainer_.p.waitForStarted(10000));
@@ -238,6 +241,25 @@ private Q_SLOTS:
     QVERIFY2(worker_port_ > 0, (seen + grpo::testing::slurp(tmp_.path() + "/worker.err")).constData());
     trainer_port_ = QUrl(grpo::testing::wait_for_announced_url(trainer_.p, "serving run on ", 120, t_out, &seen)).port();
     QVERIFY2(trainer_port_ > 0, (seen + grpo::testing::slurp(tmp_.path() + "/trainer.err")).constData());
+    // The trainer trains until it has published an adapter (the demo publishes every few steps),
+    // then stays paused: it serves all the same, and ctest's other tests keep the CPU.
+    grpo::testing::Http adapter;
+    for (auto until = Clock::now() + std::chrono::seconds(240); Clock::now() < until && adapter.status != 200;) {
+      const json run = request(trainer_port_, "GET", "/grpo/run", token_).j();
+      const qint64 newest = run.is_object() ? run.value("policy_version", qint64(0)) : 0;
+      if (newest >= 1) {
+        QCOMPARE(post_status("trainer", "/grpo/run/pause", "{}"), 200);
+        for (qint64 v = newest; v >= 1 && adapter.status != 200; --v) {  // the newest one not pruned
+          adapter_file_ = "/grpo/bucket/policy-v" + QByteArray::number(v) + "/adapter_model.safetensors";
+          adapter = request(trainer_port_, "GET", adapter_file_, token_);
+        }
+        if (adapter.status == 200) break;
+        QCOMPARE(post_status("trainer", "/grpo/run/resume", "{}"), 200);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    QVERIFY2(adapter.status == 200, "the trainer published no adapter within 240 s");
+    adapter_bytes_ = adapter.body.size();
   }
 
   // 100,000 levels of JSON nesting with the token: refused by the depth limit, no recursion.
@@ -353,33 +375,15 @@ private Q_SLOTS:
 
   // Pipelined requests whose replies are never read (token): back-pressure bounds the buffer.
   void unreadPipelinedReplies() {
-    // The newest published version (the demo publishes every few steps), with the run paused so
-    // that it is not pruned while the requests are read.
-    QByteArray file;
-    grpo::testing::Http adapter;
-    for (auto until = Clock::now() + std::chrono::seconds(180); Clock::now() < until && adapter.status != 200;) {
-      QCOMPARE(post_status("trainer", "/grpo/run/pause", "{}"), 200);
-      const json run = request(trainer_port_, "GET", "/grpo/run", token_).j();
-      QVERIFY2(run.is_object() && run.contains("policy_version"), run.dump().c_str());
-      for (qint64 v = run["policy_version"].get<qint64>(); v >= 0 && adapter.status != 200; --v) {
-        file = "/grpo/bucket/policy-v" + QByteArray::number(v) + "/adapter_model.safetensors";
-        adapter = request(trainer_port_, "GET", file, token_);
-      }
-      if (adapter.status == 200) break;
-      QCOMPARE(post_status("trainer", "/grpo/run/resume", "{}"), 200);
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    }
-    QCOMPARE(adapter.status, 200);
-    abuse("trainer", "4,000 pipelined adapter downloads (" + std::to_string(adapter.body.size() / 1024) +
+    abuse("trainer", "4,000 pipelined adapter downloads (" + std::to_string(adapter_bytes_ / 1024) +
                          " KiB each) never read (token)", [&] {
-      const QByteArray one = "GET " + file + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token_ + "\r\n\r\n";
+      const QByteArray one = "GET " + adapter_file_ + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token_ + "\r\n\r\n";
       Raw c(trainer_port_);
       c.s.setReadBufferSize(64 * 1024);  // the client reads nothing: its kernel buffer fills
       c.s.write(one.repeated(4000));     // sent as the server reads it; never waited for in full
       c.s.waitForBytesWritten(2000);
       std::this_thread::sleep_for(std::chrono::milliseconds(2000));
     });
-    QCOMPARE(post_status("trainer", "/grpo/run/resume", "{}"), 200);
     abuse("worker", "4,000 pipelined /v1/models never read (token)", [&] {
       const QByteArray one = "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token_ + "\r\n\r\n";
       Raw c(worker_port_);

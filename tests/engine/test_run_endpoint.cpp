@@ -51,7 +51,8 @@ private Q_SLOTS:
     child.p.setStandardOutputFile(out_file);
     child.p.setStandardErrorFile(err_file);
     // Enough steps that the run is still going when pause/resume are checked; stop ends it early.
-    child.p.start(GRPO_CLI, {"train", "--demo", "--steps", "400", "--serve", "127.0.0.1:0",
+    // An adapter every 2 steps (the demo's 10 made the bucket check wait minutes under ASan).
+    child.p.start(GRPO_CLI, {"train", "--demo", "--steps", "400", "--set", "weight_sync_steps=2", "--serve", "127.0.0.1:0",
                              "--cluster-token-file", QString::fromStdString(token_file), "--output", run_dir});
     QVERIFY(child.p.waitForStarted(10000));
     QByteArray out;
