@@ -18,10 +18,7 @@ namespace {
 // workers are this executable.
 template <typename Fn>
 nlohmann::json with_qt(Fn body) {
-  static int qt_argc = 1;
-  static char qt_name[] = "grpo";
-  static char* qt_argv[] = {qt_name, nullptr};
-  QCoreApplication qt(qt_argc, qt_argv);
+  const auto qt = make_qt_application();
   return body(QCoreApplication::applicationFilePath().toStdString());
 }
 

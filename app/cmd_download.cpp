@@ -36,11 +36,7 @@ void add_download_commands(CLI::App& app) {
   cmd->add_option("--max-workers", a->parallel, "Files downloaded at once")->check(CLI::Range(1, 16));
   cmd->add_flag("--quiet", a->quiet, "No progress line");
   cmd->callback([a] {
-    static int qt_argc = 1;
-    static char qt_name[] = "grpo";
-    static char* qt_argv[] = {qt_name, nullptr};
-    std::unique_ptr<QCoreApplication> qt;
-    if (!QCoreApplication::instance()) qt = std::make_unique<QCoreApplication>(qt_argc, qt_argv);
+    const auto qt = make_qt_application();
 
     hub::DownloadOptions o;
     o.repo_id = a->repo;

@@ -59,10 +59,7 @@ void add_serve_commands(CLI::App& app) {
     o.tls_key_file = a->tls_key;
 
     // The server thread's event loop wants an application object; this thread only waits.
-    static int qt_argc = 1;
-    static char qt_name[] = "grpo";
-    static char* qt_argv[] = {qt_name, nullptr};
-    QCoreApplication qt(qt_argc, qt_argv);
+    const auto qt = make_qt_application();
     cluster::HttpServer server(o);
     run::DashboardSource source;
     source.run_dirs = a->runs;

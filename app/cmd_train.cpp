@@ -195,12 +195,7 @@ void add_train_commands(CLI::App& app) {
     } else {
       // Remote workers talk through Qt's network event loops, which want an application object.
       std::unique_ptr<QCoreApplication> qt;
-      if ((!cfg.worker_urls.empty() || cfg.discovery || !a->serve.empty()) && !QCoreApplication::instance()) {
-        static int qt_argc = 1;
-        static char qt_name[] = "grpo";
-        static char* qt_argv[] = {qt_name, nullptr};
-        qt = std::make_unique<QCoreApplication>(qt_argc, qt_argv);
-      }
+      if (!cfg.worker_urls.empty() || cfg.discovery || !a->serve.empty()) qt = make_qt_application();
       run::EngineOptions eo;
       eo.local_generators = a->generators >= 0 ? a->generators : static_cast<int>(cfg.local_generators);
       eo.resume = !a->resume.empty();

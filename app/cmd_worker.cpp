@@ -135,10 +135,7 @@ void add_worker_commands(CLI::App& app) {
     o.inject_delay_ms = args->inject_delay_ms;
 
     // Qt's event loops (the server thread's) want an application object; this thread only waits.
-    static int qt_argc = 1;
-    static char qt_name[] = "grpo";
-    static char* qt_argv[] = {qt_name, nullptr};
-    QCoreApplication qt(qt_argc, qt_argv);
+    const auto qt = make_qt_application();
 
     cluster::WorkerServer worker(o);
     std::signal(SIGINT, on_signal);

@@ -2,12 +2,14 @@
 // a callback that calls into core/; errors propagate as grpo::Error to main().
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/common/error.h"
 
 namespace CLI { class App; class Validator; }
+class QCoreApplication;
 
 namespace grpo::cli {
 
@@ -72,5 +74,10 @@ std::vector<int64_t> parse_id_list(const std::string& text, const std::string& o
 CLI::Validator model_path_transform(const std::string& revision = "main");
 // Prints a JSON document as the last line of output (what scripts read).
 void print_json_line(const std::string& json);
+
+// The application object that Qt's event loops (servers, routers, downloads, child processes) want,
+// for a command that runs them; null when one exists already (the desktop app, a test). Keep it
+// alive for as long as they run. Only in builds with Qt (app/qt_app.cpp).
+std::unique_ptr<QCoreApplication> make_qt_application();
 
 }  // namespace grpo::cli
