@@ -80,6 +80,20 @@ std::optional<std::string> HttpRequest::header(std::string_view name) const {
   return std::nullopt;
 }
 
+int64_t HttpRequest::int_param(const char* name, int64_t fallback, int64_t lo, int64_t hi) const {
+  const auto s = query_param(name);
+  if (!s) return fallback;
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(*s, &used);
+    if (used == s->size() && v >= lo && v <= hi) return v;
+  } catch (const std::exception&) {  // not a number, or out of long long's range
+  }
+  const bool bounded = lo != INT64_MIN || hi != INT64_MAX;
+  throw HttpError(400, std::string(name) + "=\"" + *s + "\": expected an integer" +
+                           (bounded ? " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" : ""));
+}
+
 std::optional<std::string> HttpRequest::query_param(std::string_view name) const {
   for (const auto& part : [&] {
          std::vector<std::string_view> parts;
@@ -262,6 +276,12 @@ HttpResponse HttpResponse::text(int status, std::string body) {
 HttpResponse HttpResponse::error(int status, const std::string& message, std::string type) {
   if (type.empty()) type = error_type_for(status);
   return json(status, {{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}});
+}
+
+HttpResponse HttpResponse::busy(const std::string& message) {
+  HttpResponse r = error(503, message);
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
 }
 
 std::string serialize_response(const HttpResponse& r, bool close, std::string_view server_name) {

@@ -39,6 +39,9 @@ struct HttpRequest {
   std::optional<std::string> header(std::string_view name) const;
   // A percent-decoded query parameter ("mode" in "?mode=keep"); nullopt when absent.
   std::optional<std::string> query_param(std::string_view name) const;
+  // An integer query parameter in [lo, hi]; `fallback` when absent. Anything else: HttpError 400
+  // naming the parameter and the range.
+  int64_t int_param(const char* name, int64_t fallback, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX) const;
   // HTTP/1.1 defaults to keep-alive unless "Connection: close"; 1.0 needs "Connection: keep-alive".
   bool keep_alive() const;
   bool expects_continue() const;  // "Expect: 100-continue"
@@ -55,6 +58,8 @@ struct HttpResponse {
   // vLLM's error body. `type` defaults to the name vLLM uses for the status
   // (400 BadRequestError, 404 NotFoundError, ...).
   static HttpResponse error(int status, const std::string& message, std::string type = {});
+  // 503 with "Retry-After: 1": a limit is reached for now (connections, queues); come back.
+  static HttpResponse busy(const std::string& message);
 };
 
 // Thrown by route handlers for a client-visible failure with its status.

@@ -99,11 +99,7 @@ std::string retry_after(double seconds) { return std::to_string(std::max<int64_t
 
 class ServerCore : public QObject {
 public:
-  struct Route {
-    std::string method, path;
-    HttpHandler handler;
-    RouteOptions options;
-  };
+  using Route = HttpRoute;
 
   ServerCore(HttpServerOptions options, std::vector<Route> routes, std::shared_ptr<ReplyLink> link,
              std::optional<QSslConfiguration> tls)
@@ -205,8 +201,7 @@ private:
         refused = "too many open connections (limit " + std::to_string(options_.max_connections) + ")";
       if (!refused.empty()) {
         ++link_->rejected;
-        HttpResponse r = HttpResponse::error(503, refused);
-        r.headers.emplace_back("Retry-After", "1");
+        const HttpResponse r = HttpResponse::busy(refused);
         s->setParent(this);  // deleted with the server if the client never reads
         s->write(QByteArray::fromStdString(serialize_response(r, true, options_.server_name)));
         QObject::connect(s, &QTcpSocket::disconnected, s, &QObject::deleteLater);
@@ -288,9 +283,7 @@ private:
         if (c.authenticated || (peer && c.peer != *peer)) continue;
         if (pass == 0 && c.phase != Connection::Phase::Closing) continue;
         ++link_->evicted;
-        const uint64_t victim = id;
-        c.socket->abort();
-        on_closed(victim);
+        drop(id);
         return true;
       }
     return false;
@@ -380,8 +373,16 @@ private:
       return;
     }
     ++link_->rejected;
-    c.socket->abort();  // no answer: a stranger that sent nothing useful gets nothing
-    on_closed(id);
+    drop(id);  // no answer: a stranger that sent nothing useful gets nothing
+  }
+
+  // Forgets the connection, then resets it (no answer, no linger).
+  void drop(uint64_t id) {
+    auto it = connections_.find(id);
+    if (it == connections_.end()) return;
+    QTcpSocket* s = it->second.socket;
+    on_closed(id);  // disconnects our slots first, so abort() cannot re-enter them
+    s->abort();
   }
 
   void on_closed(uint64_t id) {
@@ -404,8 +405,7 @@ private:
     Connection& c = it->second;
     switch (c.phase) {
       case Connection::Phase::Closing:
-        c.socket->abort();
-        on_closed(id);
+        drop(id);
         return;
       case Connection::Phase::Waiting:
         return;
@@ -413,8 +413,7 @@ private:
       case Connection::Phase::Body:
         if (c.write_blocked) {  // its replies were not read within the request timeout
           ++link_->rejected;
-          c.socket->abort();
-          on_closed(id);
+          drop(id);
           return;
         }
         if (!c.timing_request && c.buf.empty()) {
@@ -547,11 +546,9 @@ private:
     ++link_->requests;
     if (!found->options.blocking) return run_handler(*found, c.req, reply);
     if (queued_handlers_.load() >= options_.max_queued_handlers + pool_.maxThreadCount()) {
-      HttpResponse r = HttpResponse::error(503, "the server is busy (" + std::to_string(options_.max_queued_handlers) +
-                                                    " requests waiting); retry later");
-      r.headers.emplace_back("Retry-After", "1");
       ++link_->rejected;
-      return reply.send(std::move(r));
+      return reply.send(HttpResponse::busy("the server is busy (" + std::to_string(options_.max_queued_handlers) +
+                                           " requests waiting); retry later"));
     }
     ++queued_handlers_;
     pool_.start([this, route = found, req = c.req, reply] {
@@ -610,8 +607,6 @@ void HttpServer::route(const std::string& method, const std::string& path, HttpH
 void HttpServer::start() {
   check(thread_ == nullptr, "http server", "already started");
   link_ = std::make_shared<ReplyLink>();
-  std::vector<ServerCore::Route> routes;
-  for (const auto& r : routes_) routes.push_back({r.method, r.path, r.handler, r.options});
   std::optional<QSslConfiguration> tls;  // bad files: an error naming them, before anything starts
   if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty())
     tls = server_tls_configuration(options_.tls_cert_file, options_.tls_key_file);
@@ -619,7 +614,7 @@ void HttpServer::start() {
   // (issue 18).
   check(!options_.bearer_token.empty(), "http server", "no bearer token given",
         "every endpoint requires the cluster token (Authorization: Bearer)");
-  core_ = new ServerCore(options_, std::move(routes), link_, std::move(tls));
+  core_ = new ServerCore(options_, routes_, link_, std::move(tls));
   thread_ = new QThread();
   thread_->setObjectName("http-server");
   core_->moveToThread(thread_);

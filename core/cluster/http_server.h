@@ -80,6 +80,13 @@ struct RouteOptions {
   bool blocking = false;      // runs on the server's handler pool, not on the network thread
 };
 
+// One entry of the route table (HttpServer::route); the server thread gets a copy at start().
+struct HttpRoute {
+  std::string method, path;
+  HttpHandler handler;
+  RouteOptions options;
+};
+
 struct HttpServerStats {
   int64_t requests = 0;          // requests dispatched to a handler
   int64_t rejected = 0;          // answered by the server itself with an error (4xx/5xx)
@@ -110,12 +117,7 @@ public:
 
 private:
   HttpServerOptions options_;
-  struct Route {
-    std::string method, path;
-    HttpHandler handler;
-    RouteOptions options;
-  };
-  std::vector<Route> routes_;
+  std::vector<HttpRoute> routes_;
   QThread* thread_ = nullptr;
   ServerCore* core_ = nullptr;
   std::shared_ptr<ReplyLink> link_;

@@ -55,11 +55,8 @@ void WorkerBatcher::submit(CompletionJob job, std::shared_ptr<const LoadedAdapte
     }
   }
   if (waiting < 0) return p.done(HttpResponse::error(503, "the worker is shutting down"));
-  HttpResponse busy = HttpResponse::error(503, "the worker's queue is full (" + std::to_string(waiting) +
-                                                   " sequences waiting, limit " +
-                                                   std::to_string(options_.max_queued_sequences) + "); retry later");
-  busy.headers.emplace_back("Retry-After", "1");
-  p.done(std::move(busy));
+  p.done(HttpResponse::busy("the worker's queue is full (" + std::to_string(waiting) + " sequences waiting, limit " +
+                            std::to_string(options_.max_queued_sequences) + "); retry later"));
 }
 
 void WorkerBatcher::pause(PauseMode mode, std::function<void()> paused) {
@@ -192,12 +189,9 @@ void WorkerBatcher::run() {
       }
       running_ = static_cast<int64_t>(batch.size());
     }
-    for (auto& p : expired) {
-      HttpResponse r = HttpResponse::error(503, "the request waited more than " + std::to_string(options_.max_wait_ms) +
-                                                    " ms in the worker's queue; retry later");
-      r.headers.emplace_back("Retry-After", "1");
-      p.done(std::move(r));
-    }
+    for (auto& p : expired)
+      p.done(HttpResponse::busy("the request waited more than " + std::to_string(options_.max_wait_ms) +
+                                " ms in the worker's queue; retry later"));
     if (!batch.empty()) generate(batch);
     std::vector<std::function<void()>> waiters;
     {

@@ -91,20 +91,6 @@ void append_number(std::string& out, double v) {
   out.append(buf, static_cast<size_t>(n));
 }
 
-// ?name= as an integer in [lo, hi] (`fallback` when absent); 400 otherwise.
-int64_t int_param(const HttpRequest& req, const char* name, int64_t fallback, int64_t lo, int64_t hi) {
-  const auto s = req.query_param(name);
-  if (!s) return fallback;
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(*s, &used);
-    if (used == s->size() && v >= lo && v <= hi) return v;
-  } catch (const std::exception&) {
-  }
-  throw HttpError(400, std::string(name) + "=\"" + *s + "\": expected an integer in [" + std::to_string(lo) + ", " +
-                           std::to_string(hi) + "]");
-}
-
 // ---------------------------------------------------------------------------------------------
 // RunCache: one run's metrics as columns and its events, followed as the files grow.
 
@@ -405,7 +391,7 @@ public:
   }
 
   RunCache& run(const HttpRequest& req) {
-    const int64_t k = int_param(req, "run", 0, 0, static_cast<int64_t>(runs_.size()) - 1);
+    const int64_t k = req.int_param("run", 0, 0, static_cast<int64_t>(runs_.size()) - 1);
     return *runs_[static_cast<size_t>(k)];
   }
 
@@ -503,8 +489,8 @@ json Dashboard::adapters() {
 
 std::string Dashboard::series(const HttpRequest& req) {
   RunCache& run = this->run(req);
-  const int64_t since = int_param(req, "since", -1, -1, INT64_MAX);
-  const auto points = static_cast<size_t>(int_param(req, "points", kDefaultPoints, kMinPoints, kMaxPoints));
+  const int64_t since = req.int_param("since", -1, -1, INT64_MAX);
+  const auto points = static_cast<size_t>(req.int_param("points", kDefaultPoints, kMinPoints, kMaxPoints));
   std::vector<std::string> keys;
   if (const auto k = req.query_param("keys"); k && !k->empty()) {
     keys = split(*k, ',');
@@ -587,7 +573,7 @@ void add_dashboard_routes(HttpServer& server, DashboardSource source) {
     reply.send(std::move(r));
   }, RouteOptions{.blocking = true});
   get_json(server, "/grpo/dashboard/samples", [d](const HttpRequest& req) {
-    const auto limit = static_cast<size_t>(int_param(req, "limit", 50, 1, kMaxSamples));
+    const auto limit = static_cast<size_t>(req.int_param("limit", 50, 1, kMaxSamples));
     return json(d->run(req).folder().read_samples(limit));
   });
   get_json(server, "/grpo/dashboard/workers", [d](const HttpRequest&) { return d->workers(); });
@@ -614,7 +600,7 @@ void add_run_folder_routes(HttpServer& server, const std::string& run_dir) {
                 {"paused", state == "paused"}, {"last_metrics", row["last_metrics"]}};
   });
   get_json(server, "/grpo/metrics", [run](const HttpRequest& req) {
-    const int64_t since = int_param(req, "since", -1, INT64_MIN, INT64_MAX);
+    const int64_t since = req.int_param("since", -1);
     json out = json::array();
     for (auto& r : run->folder().metrics_since(since)) {
       if (out.size() >= kMaxMetricsPerReply) break;
@@ -623,7 +609,7 @@ void add_run_folder_routes(HttpServer& server, const std::string& run_dir) {
     return out;
   });
   get_json(server, "/grpo/events", [run](const HttpRequest& req) {
-    return run->events_since(int_param(req, "since", 0, INT64_MIN, INT64_MAX));
+    return run->events_since(req.int_param("since", 0));
   });
 }
 

@@ -53,19 +53,6 @@ json read_events(const RunFolder& run, int64_t since, const Engine::HeldEvents& 
 }
 
 // The ?since= number (`fallback` when absent); HttpError 400 when it is not an integer.
-int64_t since_param(const HttpRequest& req, int64_t fallback) {
-  auto s = req.query_param("since");
-  if (!s) return fallback;
-  try {
-    size_t used = 0;
-    const int64_t v = std::stoll(*s, &used);
-    if (used != s->size()) throw std::invalid_argument("trailing");
-    return v;
-  } catch (const std::exception&) {
-    throw HttpError(400, "since=\"" + *s + "\": expected an integer");
-  }
-}
-
 // The file under the run's adapters/ that a bucket request names; HttpError 403/404 otherwise.
 std::string bucket_file(const RunFolder& run, const std::string& request_path) {
   const std::string rel = cluster::percent_decode(request_path.substr(std::string(kBucketPrefix).size()));
@@ -136,6 +123,14 @@ void RunEndpoint::start() {
   const std::string dir = run_dir_;
   const RunFolder run(run_dir_);
   const int64_t max_steps = options_.max_steps;
+  // The engine's side of /grpo/run, which the dashboard's state reads too.
+  const auto live_state = [=] {
+    const EngineState st = engine->state();
+    return json{{"state", to_string(st)},
+                {"step", engine->step()},
+                {"policy_version", engine->policy_version()},
+                {"paused", st == EngineState::Paused || paused->load()}};
+  };
 
   server_->route("GET", std::string(kBucketPrefix) + "*", [run](const HttpRequest& req, Reply reply) {
     HttpResponse r;
@@ -144,20 +139,17 @@ void RunEndpoint::start() {
     reply.send(std::move(r));
   }, kFileRead);
   server_->route("GET", "/grpo/run", [=](const HttpRequest&, Reply reply) {
-    const EngineState st = engine->state();
-    reply.send(HttpResponse::json(200, {{"state", to_string(st)},
-                                        {"step", engine->step()},
-                                        {"max_steps", max_steps},
-                                        {"policy_version", engine->policy_version()},
-                                        {"run_dir", dir},
-                                        {"paused", st == EngineState::Paused || paused->load()},
-                                        {"last_metrics", run.last_metrics()}}));
+    json j = live_state();
+    j["max_steps"] = max_steps;
+    j["run_dir"] = dir;
+    j["last_metrics"] = run.last_metrics();
+    reply.send(HttpResponse::json(200, j));
   }, kFileRead);
   server_->route("GET", "/grpo/metrics", [run](const HttpRequest& req, Reply reply) {
-    reply.send(HttpResponse::json(200, read_metrics(run, since_param(req, -1))));
+    reply.send(HttpResponse::json(200, read_metrics(run, req.int_param("since", -1))));
   }, kFileRead);
   server_->route("GET", "/grpo/events", [run, engine](const HttpRequest& req, Reply reply) {
-    reply.send(HttpResponse::json(200, read_events(run, std::max<int64_t>(0, since_param(req, 0)), engine->held_events())));
+    reply.send(HttpResponse::json(200, read_events(run, std::max<int64_t>(0, req.int_param("since", 0)), engine->held_events())));
   }, kFileRead);
   server_->route("POST", "/grpo/run/pause", [=](const HttpRequest&, Reply reply) {
     engine->pause();
@@ -185,13 +177,7 @@ void RunEndpoint::start() {
   });
   // The browser view (issue 19): the page at / and the /grpo/dashboard/* routes it reads.
   add_dashboard_routes(*server_, {.run_dirs = {dir},
-                                  .live_state = [=] {
-                                    const EngineState st = engine->state();
-                                    return json{{"state", to_string(st)},
-                                                {"step", engine->step()},
-                                                {"policy_version", engine->policy_version()},
-                                                {"paused", st == EngineState::Paused || paused->load()}};
-                                  },
+                                  .live_state = live_state,
                                   .workers = [engine] { return remote_workers(*engine); },
                                   .max_steps = max_steps});
   server_->start();
