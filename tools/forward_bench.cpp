@@ -12,6 +12,7 @@
 
 #include "core/common/error.h"
 #include "core/model/causal_lm.h"
+#include "core/model/flops.h"
 #include "core/model/weights.h"
 
 namespace grpo::model {
@@ -61,24 +62,6 @@ double time_median(int iters, F&& fn) {
   return median(times);
 }
 
-// One square fp32 (bf16 on CUDA) matrix product, repeatable: the machine's attainable GEMM rate.
-struct GemmProbe {
-  GemmProbe(torch::Device device, torch::Dtype dtype) : n(device.is_cuda() ? 8192 : 1536) {
-    auto opts = torch::TensorOptions().dtype(dtype).device(device);
-    a = torch::randn({n, n}, opts);
-    b = torch::randn({n, n}, opts);
-    c = torch::empty({n, n}, opts);
-  }
-  void run() {
-    torch::NoGradGuard no_grad;
-    torch::mm_out(c, a, b);
-    sync(c.narrow(0, 0, 1));
-  }
-  double flops() const { return 2.0 * double(n) * double(n) * double(n); }
-  int64_t n;
-  torch::Tensor a, b, c;
-};
-
 }  // namespace
 
 c10::Device bench_device(const std::string& name, const std::string& context) {
@@ -117,18 +100,11 @@ nlohmann::json bench_forward(const ForwardBenchOptions& o) {
   lora.lora_alpha = double(2 * o.lora_r);
   model->add_lora(lora);
 
-  // FLOP accounting (see the header).
-  double n_mm = 0, n_lora = 0;
-  for (const auto& [name, lin] : model->linear_layers()) {
-    const double in = double(lin->options().in_features()), out = double(lin->options().out_features());
-    n_mm += in * out;
-    if (lin->has_lora()) n_lora += double(lin->lora_rank()) * (in + out);
-  }
-  if (model->tied()) n_mm += double(c.vocab_size) * double(c.hidden_size);
-  const double attn = 4.0 * double(c.num_hidden_layers) * double(o.seq_len) * double(c.q_dim());
-  const double f_fwd = 2 * n_mm + 2 * n_lora + attn;
-  const double f_lora = 4 * n_mm + 6 * n_lora + 3 * attn;
-  const double f_full = 6 * n_mm + 3 * attn;
+  // FLOP accounting (core/model/flops.h): every position of the sequence reaches the LM head here.
+  const ModelFlops flops = count_flops(*model);
+  const double f_fwd = flops.forward(o.seq_len, o.seq_len) / double(o.seq_len);
+  const double f_lora = flops.lora_fwd_bwd(o.seq_len, o.seq_len) / double(o.seq_len);
+  const double f_full = flops.full_fine_tune(o.seq_len) / double(o.seq_len);
 
   auto ids = torch::randint(c.vocab_size, {o.batch, o.seq_len},
                             torch::TensorOptions().dtype(torch::kInt64).device(device));

@@ -1,14 +1,7 @@
 // `grpo bench forward`: prefill and LoRA forward+backward throughput of a model (a checkpoint or a
 // generated size), measured against this machine's own fp32 GEMM rate in the same run.
 //
-// FLOPs per token (matmul FLOPs only; what the LoRA training step actually executes):
-//   N_mm   = sum of in*out over every projection and the LM head (tied head counted too)
-//   N_lora = sum of r*(in+out) over adapted projections
-//   A      = 4 * layers * seq_len * (heads*head_dim)     (q k^T and p v, full T x T, forward)
-//   forward            = 2*N_mm + 2*N_lora + A
-//   LoRA fwd+bwd       = 4*N_mm + 6*N_lora + 3*A  (frozen base: backward computes input gradients
-//                        only, no weight gradients; attention backward is twice its forward)
-//   full fine-tune     = 6*N_mm + 3*A             (reported for reference, the "6N" rule)
+// FLOPs per token: core/model/flops.h (the same accounting as the engine's perf/mfu_* metrics).
 // mfu = lora_fwd_bwd_tok_s * (LoRA fwd+bwd FLOPs per token) / (gemm_gflops * 1e9).
 #pragma once
 

@@ -101,7 +101,8 @@ const ConfigTable<TrainConfig>& table() {
       {"logging and saving",
        {{"logging_steps", &T::logging_steps, at_least(1), "Print a progress line every this many steps."},
         {"save_steps", &T::save_steps, at_least(0), "Checkpoint every this many steps (0: only at the end)."},
-        {"eval_steps", &T::eval_steps, at_least(0), "Greedy eval accuracy every this many steps (0: never)."}}},
+        {"eval_steps", &T::eval_steps, at_least(0), "Greedy eval accuracy every this many steps (0: never)."},
+        {"mfu_peak_tflops", &T::mfu_peak_tflops, closed(0, 1e6), "The training device's peak dense TFLOP/s that MFU (perf/mfu_*) divides by, e.g. 989 for an H100 SXM in bf16; 0 = a GEMM in the training dtype measured at start."}}},
   });
   return t;
 }

@@ -69,6 +69,7 @@ struct TrainConfig {
   bool mask_truncated_completions = false;
   int64_t token_budget = 0;            // > 0: padding-free packed rows of this many tokens
   bool gradient_checkpointing = false;
+  double mfu_peak_tflops = 0;          // the device peak MFU divides by; 0 = measured at start
   // LoRA
   int64_t r = 8;
   double lora_alpha = 16;

@@ -196,6 +196,7 @@ GrpoTrainer::GrpoTrainer(model::CausalLM model, const TrainConfig& config)
   check(model_->has_lora(), "trainer", "the model has no LoRA adapter", "call add_lora() before training");
   optimizer_ = std::make_unique<Optimizer>(model_->lora_parameters(), optimizer_config(config, config.max_steps));
   model_->set_gradient_checkpointing(config.gradient_checkpointing);
+  flops_ = model::count_flops(*model_);
 }
 
 void GrpoTrainer::retune(const TrainConfig& config) {
@@ -207,6 +208,12 @@ std::map<std::string, double> GrpoTrainer::step(const std::vector<TrainSample>& 
   const auto t_step = std::chrono::steady_clock::now();
   auto metrics = forward_backward(samples, true);
   metrics["perf/fwd_bwd_s"] = seconds_since(t_step);
+  double flops = 0;
+  for (const auto& s : samples) {
+    const auto completion = static_cast<int64_t>(s.completion_ids.size());
+    flops += flops_.lora_fwd_bwd(static_cast<int64_t>(s.prompt_ids.size()) + completion, completion);
+  }
+  metrics["perf/train_flops"] = flops;
   const auto t_opt = std::chrono::steady_clock::now();
   metrics["grad_norm"] = optimizer_->step();
   metrics["learning_rate"] = optimizer_->current_lr();

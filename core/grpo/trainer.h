@@ -16,6 +16,7 @@
 #include "core/grpo/loss.h"
 #include "core/grpo/optimizer.h"
 #include "core/model/causal_lm.h"
+#include "core/model/flops.h"
 
 namespace grpo::grpo {
 
@@ -46,7 +47,8 @@ public:
 
   // One optimizer step over every sample (gradient accumulation over its micro-batches).
   // Returns this step's metrics (TRL names: loss, grad_norm, learning_rate, ratio, kl,
-  // clip_ratio/*, entropy, completions/*, batch/*, sample/*, perf/*).
+  // clip_ratio/*, entropy, completions/*, batch/*, sample/*, perf/*). perf/train_flops: the
+  // step's model FLOPs (model/flops.h, LoRA fwd+bwd of every sample; the LM head on completions).
   std::map<std::string, double> step(const std::vector<TrainSample>& samples);
   // The loss and metrics of `samples` without an optimizer step; accumulates gradients into the
   // LoRA parameters when `backward` (used by step(), and by gradient checks).
@@ -63,6 +65,7 @@ private:
   model::CausalLM model_;
   TrainConfig config_;
   std::unique_ptr<Optimizer> optimizer_;
+  model::ModelFlops flops_;  // per token, for perf/train_flops
   RowLayout row_layout_ = RowLayout::Auto;
 };
 

@@ -14,6 +14,7 @@
 #include "core/common/error.h"
 #include "core/common/timing.h"
 #include "core/common/log.h"
+#include "core/model/flops.h"
 #include "core/model/peft_io.h"
 #include "core/run/adapter_import.h"
 #include "core/run/checkpoint.h"
@@ -335,9 +336,12 @@ void Engine::start_pipeline() {
   check(state_.load() == EngineState::Idle, "engine", "run() called twice");
   check(!sources_.empty(), "engine", "no rollout sources", "use local_generators >= 1 or add workers");
   state_ = EngineState::Running;
+  bool measured = false;  // before the generators start, so the measurement has the machine to itself
+  peak_flops_ = model::mfu_peak_flops(cfg_.mfu_peak_tflops, policy_.model->device(), policy_.model->dtype(), &measured);
   started_ = Clock::now();
   event({{"event", "start"}, {"mode", "async"}, {"max_steps", cfg_.max_steps}, {"sources", sources_.size()},
-         {"policy_version", version_.load()}});
+         {"policy_version", version_.load()}, {"mfu_peak_tflops", peak_flops_ / 1e12},
+         {"mfu_peak", measured ? "measured" : "mfu_peak_tflops"}});
   pipeline_->start(sources_);
 }
 
@@ -408,6 +412,7 @@ StepReport Engine::train_step(int64_t step, const std::vector<std::shared_ptr<Pi
   pipeline_->drain_window(m);
   m["epoch"] = static_cast<double>(pipeline_->epoch());
   const Verdict verdict = advisor.close_window(m, pipeline_->counters());
+  add_mfu(m, peak_flops_);
   StepReport report{step, cfg_.max_steps, seconds_since(started_), version_.load(), std::move(m), verdict.verdict, verdict.advice};
   if (cfg_.eval_steps > 0 && !data_.eval.empty() && (step % cfg_.eval_steps == 0 || step == cfg_.max_steps)) {
     // Greedy eval on the trainer's own weights (the generators keep running meanwhile).

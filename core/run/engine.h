@@ -109,6 +109,7 @@ private:
   std::vector<std::unique_ptr<RolloutSource>> sources_;
   std::unique_ptr<RolloutPipeline> pipeline_;
   std::chrono::steady_clock::time_point started_;
+  double peak_flops_ = 0;  // what perf/mfu_* divides by (start_pipeline)
 
   // Control, from any thread (guarded by mu_).
   mutable std::mutex mu_;

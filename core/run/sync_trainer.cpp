@@ -10,12 +10,14 @@
 #include "core/common/timing.h"
 #include "core/common/log.h"
 #include "core/grpo/advantages.h"
+#include "core/model/flops.h"
 #include "core/model/peft_io.h"
 #include "core/rollout/arith_task.h"
 #include "core/rollout/dataset_source.h"
 #include "core/run/adapter_import.h"
 #include "core/run/step_assembler.h"
 #include "core/run/step_logger.h"
+#include "core/run/throughput_advisor.h"
 
 namespace grpo::run {
 
@@ -142,7 +144,10 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
       model::save_adapter(*policy_.model, d, cfg_.model_name_or_path);
     }, RunDirectory::keep_versions(cfg_.max_staleness));
   };
-  dir_.append_event({{"time", wall_time_s()}, {"event", "start"}, {"mode", "sync"}, {"max_steps", cfg_.max_steps}});
+  bool measured = false;
+  const double peak = model::mfu_peak_flops(cfg_.mfu_peak_tflops, policy_.model->device(), policy_.model->dtype(), &measured);
+  dir_.append_event({{"time", wall_time_s()}, {"event", "start"}, {"mode", "sync"}, {"max_steps", cfg_.max_steps},
+                     {"mfu_peak_tflops", peak / 1e12}, {"mfu_peak", measured ? "measured" : "mfu_peak_tflops"}});
   auto last_end = std::chrono::steady_clock::now();
   bool unpublished = false;
   StepLogger logger(dir_);
@@ -165,6 +170,7 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
     const auto now = std::chrono::steady_clock::now();
     report.metrics["perf/step_s"] = std::chrono::duration<double>(now - last_end).count();
     last_end = now;
+    add_mfu(report.metrics, peak);
     report.metrics["epoch"] = static_cast<double>(stream_->epoch());
     report.elapsed_s = seconds_since(t_start);
     logger.log(report);

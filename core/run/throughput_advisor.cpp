@@ -16,6 +16,14 @@ Verdict throughput_verdict(const std::map<std::string, double>& m, double queue_
   return {"balanced", "generation and training keep pace"};
 }
 
+void add_mfu(std::map<std::string, double>& m, double peak_flops) {
+  auto get = [&](const char* k) { auto it = m.find(k); return it == m.end() ? 0.0 : it->second; };
+  const double flops = get("perf/train_flops");
+  if (!(flops > 0) || !(peak_flops > 0)) return;
+  if (const double s = get("perf/fwd_bwd_s"); s > 0) m["perf/mfu_fwd_bwd"] = flops / s / peak_flops;
+  if (const double s = get("perf/step_s"); s > 0) m["perf/mfu_wall_clock"] = flops / s / peak_flops;
+}
+
 ThroughputAdvisor::ThroughputAdvisor() : window_start_(std::chrono::steady_clock::now()) {}
 
 void ThroughputAdvisor::restart_window() { window_start_ = std::chrono::steady_clock::now(); }

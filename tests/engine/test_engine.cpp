@@ -110,7 +110,15 @@ private Q_SLOTS:
       QVERIFY(m["sample/rollout_queue_size"].get<double>() <= 1.0);
       QVERIFY(m.contains("rollout/backpressure_s") || m.contains("rollout/score_block_s"));
       QVERIFY(m.contains("verdict"));
+      // MFU against the GEMM rate measured at start: a real fraction, and the wall-clock one (idle
+      // time included) never above the compute-time one.
+      const double fb = m.value("perf/mfu_fwd_bwd", -1.0), wall = m.value("perf/mfu_wall_clock", -1.0);
+      QVERIFY2(fb > 0 && fb < 1.5 && wall > 0 && wall <= fb * (1 + 1e-9), m.dump().c_str());
     }
+    auto start = events_named(cfg.output_dir, "start");
+    QCOMPARE(start.size(), size_t(1));
+    QVERIFY(start[0]["mfu_peak_tflops"].get<double>() > 0);
+    QCOMPARE(start[0]["mfu_peak"].get<std::string>(), std::string("measured"));
   }
 
   void pauseHoldsTheStepCount() {

@@ -152,6 +152,25 @@ private Q_SLOTS:
                             "batch/samples_per_step", "perf/fwd_bwd_s"})
       QVERIFY2(metrics.count(key), key);
     QCOMPARE(metrics.at("completions/mean_length"), 3.0);
+
+    // The step's model FLOPs, counted by hand from the architecture (model/flops.h): every
+    // projection's in*out, the LM head on completion tokens only, r*(in+out) per adapter (the
+    // adapters' parameter count), attention over the full L x L square.
+    const auto& c = m->config();
+    const double h = double(c.hidden_size), q = double(c.q_dim()), kv = double(c.kv_dim());
+    const double body = double(c.num_hidden_layers) * (h * q + 2 * h * kv + q * h + 3 * h * double(c.intermediate_size));
+    const double head = double(c.vocab_size) * h;
+    double lora = 0;
+    for (const auto& p : m->lora_parameters()) lora += double(p.numel());
+    const double attn = 4.0 * double(c.num_hidden_layers) * q;
+    double expected = 0;
+    for (const auto& s : samples) {
+      const double L = double(s.prompt_ids.size() + s.completion_ids.size()), C = double(s.completion_ids.size());
+      expected += 4 * body * L + 4 * head * C + 6 * lora * L + 3 * attn * L * L;
+    }
+    QVERIFY(lora > 0);
+    QVERIFY2(std::abs(metrics.at("perf/train_flops") - expected) <= 1e-9 * expected,
+             qPrintable(QString("%1 vs %2").arg(metrics.at("perf/train_flops")).arg(expected)));
   }
 };
 

@@ -215,6 +215,21 @@ private Q_SLOTS:
     QVERIFY(throughput_verdict({}, 0).advice.find("keep pace") != std::string::npos);
   }
 
+  // MFU: the step's model FLOPs over compute time and over wall time, against the peak.
+  void mfuFromTheStepsFlops() {
+    std::map<std::string, double> m = {{"perf/train_flops", 2e9}, {"perf/fwd_bwd_s", 0.5}, {"perf/step_s", 2.0}};
+    grpo::run::add_mfu(m, 1e10);
+    QCOMPARE(m.at("perf/mfu_fwd_bwd"), 0.4);
+    QCOMPARE(m.at("perf/mfu_wall_clock"), 0.1);
+    // A figure missing or zero adds nothing rather than an infinity or a NaN.
+    std::map<std::string, double> no_step = {{"perf/train_flops", 2e9}, {"perf/fwd_bwd_s", 0.5}};
+    grpo::run::add_mfu(no_step, 1e10);
+    QVERIFY(no_step.count("perf/mfu_fwd_bwd") && !no_step.count("perf/mfu_wall_clock"));
+    std::map<std::string, double> no_peak = {{"perf/train_flops", 2e9}, {"perf/fwd_bwd_s", 0.5}, {"perf/step_s", 2.0}};
+    grpo::run::add_mfu(no_peak, 0);
+    QVERIFY(!no_peak.count("perf/mfu_fwd_bwd") && !no_peak.count("perf/mfu_wall_clock"));
+  }
+
   // The advisor's window: fractions of the window's length from the counters' differences.
   void throughputAdvisorWindow() {
     grpo::run::ThroughputAdvisor advisor;
