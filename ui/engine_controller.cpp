@@ -58,6 +58,15 @@ bool EngineController::start(const ::grpo::grpo::TrainConfig& cfg, const QString
     }
     schedule();
   };
+  cb.on_serving = [this](const std::string& link, const std::string& error) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      inbox_.servingChanged = true;
+      inbox_.servingLink = QString::fromStdString(link);
+      inbox_.servingError = QString::fromStdString(error);
+    }
+    schedule();
+  };
   cb.on_done = [this](const std::string& adapter, const std::string& error) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -77,6 +86,7 @@ bool EngineController::start(const ::grpo::grpo::TrainConfig& cfg, const QString
   config_.output_dir = runDir.toStdString();
   runDir_ = runDir;
   adapter_.clear();
+  servingLink_.clear();
   step_ = 0;
   maxSteps_ = cfg.max_steps;
   state_ = run::EngineState::Idle;
@@ -91,6 +101,12 @@ void EngineController::stop() { session_.stop(); }
 QString EngineController::retune(const nlohmann::json& changes) {
   return QString::fromStdString(session_.retune(changes));
 }
+
+QString EngineController::serve(const QString& hostPort) {
+  return QString::fromStdString(session_.serve(hostPort.trimmed().toStdString()));
+}
+
+void EngineController::stopServing() { session_.stop_serving(); }
 
 QString EngineController::workerCommand(run::WorkerAction action, const QString& url) {
   return QString::fromStdString(session_.worker_command(action, url.toStdString()));
@@ -121,6 +137,10 @@ void EngineController::drain() {
   }
   if (!in.events.isEmpty()) Q_EMIT eventsReady(in.events);
   if (in.workersChanged) Q_EMIT workersReady(in.workers);
+  if (in.servingChanged) {
+    servingLink_ = in.servingLink;
+    Q_EMIT servingChanged(in.servingLink, in.servingError);
+  }
   if (in.stateChanged && in.state != state_) {
     state_ = in.state;
     Q_EMIT stateChanged(state_);

@@ -37,6 +37,11 @@ public:
   QString retune(const nlohmann::json& changes);  // "" when accepted
   // Sends an operator command for one worker down to the run's router; "" when queued.
   QString workerCommand(run::WorkerAction action, const QString& url);
+  // Serves the run's browser view and HTTP API on HOST:PORT (EngineSession::serve); "" when
+  // serving or queued until the model has loaded, else why not. servingChanged brings the link.
+  QString serve(const QString& hostPort);
+  void stopServing();
+  QString servingLink() const { return servingLink_; }  // "" when not serving
 
   bool active() const { return session_.active(); }
   run::EngineState state() const { return state_; }
@@ -54,6 +59,9 @@ Q_SIGNALS:
   void workersReady(const QVector<::grpo::run::WorkerInfo>& workers);  // the newest snapshot
   void stateChanged(::grpo::run::EngineState state);
   void finished(const QString& adapter, const QString& error);  // error "" on success
+  // Serving started (the link, its token in the fragment), ended (link "", error ""), or could not
+  // start (link "", the reason).
+  void servingChanged(const QString& link, const QString& error);
 
 private:
   void schedule();
@@ -61,7 +69,7 @@ private:
 
   run::EngineSession session_;
   ::grpo::grpo::TrainConfig config_;
-  QString runDir_, lastError_, adapter_;
+  QString runDir_, lastError_, adapter_, servingLink_;
   run::EngineState state_ = run::EngineState::Idle;
   int64_t step_ = 0, maxSteps_ = 0;
 
@@ -70,6 +78,8 @@ private:
     QVector<run::EngineEvent> events;
     bool workersChanged = false;
     QVector<run::WorkerInfo> workers;
+    bool servingChanged = false;
+    QString servingLink, servingError;
     bool stateChanged = false;
     run::EngineState state = run::EngineState::Idle;
     bool done = false;

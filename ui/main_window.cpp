@@ -4,6 +4,12 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QClipboard>
+#include <QDesktopServices>
+#include <QGuiApplication>
+#include <QPushButton>
+#include <QTimer>
+#include <QUrl>
 #include <QCloseEvent>
 #include <QDateTime>
 #include <QDialog>
@@ -83,6 +89,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   statusBar()->addPermanentWidget(versionLabel_);
   statusBar()->addPermanentWidget(etaLabel_);
   statusBar()->addPermanentWidget(progress_);
+  servingLabel_ = new QLabel;
+  servingLabel_->setObjectName("servingLink");
+  servingLabel_->setTextFormat(Qt::RichText);
+  servingLabel_->setOpenExternalLinks(true);  // opens the browser view, token in the fragment
+  servingLabel_->hide();
+  statusBar()->addPermanentWidget(servingLabel_);
   buildActions();
 
   connect(controller_, &EngineController::stepsReady, this, &MainWindow::onSteps);
@@ -92,6 +104,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     updateActions();
   });
   connect(controller_, &EngineController::finished, this, &MainWindow::onFinished);
+  connect(controller_, &EngineController::servingChanged, this, &MainWindow::onServingChanged);
   // The Workers page shows the live router's snapshots; its commands go down while the run lives.
   connect(controller_, &EngineController::workersReady, workers_, &WorkersPage::setWorkers);
   connect(controller_, &EngineController::started, this, [this] {
@@ -149,6 +162,9 @@ void MainWindow::buildActions() {
   retune_ = make(tr("Retune..."), QStyle::SP_FileDialogDetailedView, QKeySequence(Qt::CTRL | Qt::Key_T), tr("Change hyperparameters of the live run"));
   export_ = make(tr("Export..."), QStyle::SP_DialogSaveButton, QKeySequence(Qt::CTRL | Qt::Key_E), tr("Export an adapter version or checkpoint"));
   open_ = make(tr("Open run..."), QStyle::SP_DirOpenIcon, QKeySequence::Open, tr("Show a past run's charts"));
+  serve_ = new QAction(tr("Serve in browser..."), this);
+  serve_->setObjectName("serveAction");
+  serve_->setToolTip(tr("Serve this run's dashboard and controls to any browser, as `grpo train --serve` does"));
   attach_ = new QAction(tr("Attach to run..."), this);
   attach_->setToolTip(tr("Follow and control a headless `grpo train --serve HOST:PORT` through its HTTP endpoint"));
   detach_ = new QAction(tr("Detach"), this);
@@ -165,6 +181,7 @@ void MainWindow::buildActions() {
   connect(resume_, &QAction::triggered, this, [this] { remote_->attached() ? remote_->resume() : controller_->resume(); });
   connect(stop_, &QAction::triggered, this, [this] { remote_->attached() ? remote_->stop() : controller_->stop(); });
   connect(attach_, &QAction::triggered, this, &MainWindow::openAttachDialog);
+  connect(serve_, &QAction::triggered, this, &MainWindow::openServeDialog);
   connect(detach_, &QAction::triggered, this, &MainWindow::detachRun);
   connect(retune_, &QAction::triggered, this, &MainWindow::openRetune);
   connect(export_, &QAction::triggered, this, [this] { showPage(adapters_); });
@@ -185,6 +202,8 @@ void MainWindow::buildActions() {
   quit->setShortcut(QKeySequence::Quit);
   auto* run = menuBar()->addMenu(tr("&Run"));
   for (auto* a : {start_, pause_, resume_, stop_, retune_, export_}) run->addAction(a);
+  run->addSeparator();
+  run->addAction(serve_);
   auto* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("About GRPO Studio"), this, [this] {
     QMessageBox::about(this, tr("About GRPO Studio"),
@@ -206,6 +225,94 @@ void MainWindow::updateActions() {
   resume_->setEnabled(active && (s == run::EngineState::Paused || pending));
   stop_->setEnabled(active);
   retune_->setEnabled(active && (s == run::EngineState::Running || s == run::EngineState::Paused));
+  serve_->setEnabled(!remote && controller_->active());
+  serve_->setText(controller_->servingLink().isEmpty() ? tr("Serve in browser...") : tr("Browser view..."));
+}
+
+bool MainWindow::serveInBrowser(const QString& hostPort, QString* error) {
+  const QString e = controller_->serve(hostPort);
+  if (error) *error = e;
+  if (!e.isEmpty()) {
+    statusBar()->showMessage(tr("Cannot serve the browser view: %1").arg(e), 15000);
+    return false;
+  }
+  QSettings().setValue("serve/address", hostPort.trimmed());
+  statusBar()->showMessage(tr("Serving the browser view on %1...").arg(hostPort.trimmed()), 5000);
+  return true;
+}
+
+// Run > Serve in browser...: asks for the address, then shows the link (also in the status bar);
+// while serving, shows the link again with Stop serving.
+void MainWindow::openServeDialog() {
+  if (controller_->servingLink().isEmpty()) {
+    bool ok = false;
+    const QString address = QInputDialog::getText(
+        this, tr("Serve in browser"),
+        tr("Address to serve this run's browser view on (HOST:PORT).\n127.0.0.1 keeps it on this machine; "
+           "0.0.0.0 lets other machines in (with the link's token). Port 0 picks a free port."),
+        QLineEdit::Normal, QSettings().value("serve/address", "127.0.0.1:8765").toString(), &ok);
+    if (!ok) return;
+    showServeDialog_ = true;
+    QString error;
+    if (!serveInBrowser(address, &error)) {
+      showServeDialog_ = false;
+      QMessageBox::warning(this, tr("Serve in browser"), error);
+    }
+    return;
+  }
+  showServingLink();
+}
+
+void MainWindow::showServingLink() {
+  const QString link = controller_->servingLink();
+  if (link.isEmpty()) return;
+  QDialog d(this);
+  d.setWindowTitle(tr("Browser view"));
+  auto* layout = new QFormLayout(&d);
+  auto* edit = new QLineEdit(link);
+  edit->setReadOnly(true);
+  edit->setMinimumWidth(520);
+  layout->addRow(new QLabel(tr("Open this link in any browser that can reach this machine. It carries the "
+                               "cluster token: share it only with people who may control the run.")));
+  layout->addRow(tr("Link"), edit);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
+  auto* copy = buttons->addButton(tr("Copy link"), QDialogButtonBox::ActionRole);
+  auto* open = buttons->addButton(tr("Open in browser"), QDialogButtonBox::ActionRole);
+  auto* stop = buttons->addButton(tr("Stop serving"), QDialogButtonBox::DestructiveRole);
+  connect(copy, &QPushButton::clicked, &d, [link] { QGuiApplication::clipboard()->setText(link); });
+  connect(open, &QPushButton::clicked, &d, [link] { QDesktopServices::openUrl(QUrl(link)); });
+  connect(stop, &QPushButton::clicked, &d, [this, &d] {
+    controller_->stopServing();
+    d.accept();
+  });
+  connect(buttons, &QDialogButtonBox::rejected, &d, &QDialog::reject);
+  layout->addRow(buttons);
+  d.exec();
+}
+
+void MainWindow::onServingChanged(const QString& link, const QString& error) {
+  if (!link.isEmpty()) {
+    const QString base = link.left(link.indexOf('#'));
+    servingLabel_->setText(QString("<a href=\"%1\">%2</a>").arg(link.toHtmlEscaped(), tr("browser view")));
+    servingLabel_->setToolTip(tr("Serving this run on %1 (click to open it in the browser)").arg(base));
+    servingLabel_->show();
+    statusBar()->showMessage(tr("Serving the browser view on %1").arg(base), 10000);
+    if (showServeDialog_) {
+      showServeDialog_ = false;
+      QTimer::singleShot(0, this, [this] { showServingLink(); });
+    }
+  } else {
+    servingLabel_->hide();
+    servingLabel_->clear();
+    if (!error.isEmpty()) {
+      statusBar()->showMessage(tr("Cannot serve the browser view: %1").arg(error), 15000);
+      if (showServeDialog_) QMessageBox::warning(this, tr("Serve in browser"), error);
+    } else {
+      statusBar()->showMessage(tr("Stopped serving the browser view"), 5000);
+    }
+    showServeDialog_ = false;
+  }
+  updateActions();
 }
 
 void MainWindow::showPage(QWidget* page) { tabs_->setCurrentWidget(page); }

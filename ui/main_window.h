@@ -39,6 +39,11 @@ public:
   bool attachRun(const QString& url, const QString& tokenFile, QString* error = nullptr);
   void detachRun();
   void openAttachDialog();
+  // Serves the local run's browser view on HOST:PORT (Run > Serve in browser...); false with
+  // *error (also in the status bar) when it cannot. The link then shows in the status bar.
+  bool serveInBrowser(const QString& hostPort, QString* error = nullptr);
+  QAction* serveAction() const { return serve_; }
+  QLabel* servingLabel() const { return servingLabel_; }
   RemoteRunClient* remote() const { return remote_; }
   QAction* attachAction() const { return attach_; }
   QAction* detachAction() const { return detach_; }
@@ -76,11 +81,16 @@ private:
   void openRetune();
   void saveChartsPng();
   void saveMetricsCsv();
+  void openServeDialog();
+  void showServingLink();
+  void onServingChanged(const QString& link, const QString& error);
   void downloadFromHub();  // File > Download from the Hub... (core/hub/hub_download.h)
 
   EngineController* controller_;
   RemoteRunClient* remote_;
-  QAction *attach_, *detach_;
+  QAction *attach_, *detach_, *serve_;
+  QLabel* servingLabel_;
+  bool showServeDialog_ = false;  // the next link (or failure) answers the dialog: show it
   QTabWidget* tabs_;
   SetupPage* setup_;
   DashboardPage* dashboard_;

@@ -11,9 +11,12 @@
 
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/cluster/cluster_token.h"
+#include "core/run/dashboard_routes.h"
 #include "core/run/engine.h"
 #include "core/run/remote_source.h"
 #include "core/run/run_dir.h"
+#include "core/run/run_endpoint.h"
 
 namespace grpo::run {
 namespace {
@@ -108,6 +111,25 @@ struct EngineSession::Impl {
   std::string run_dir, adapter, error;
   std::atomic<int64_t> step{0};
   std::atomic<EngineState> state{EngineState::Idle};
+  // Serving (guarded by mu): the endpoint while it runs, a request made while the model loads,
+  // what the endpoint needs from the config, and where its link goes.
+  std::unique_ptr<RunEndpoint> endpoint;
+  std::string serve_request, link, token_file;
+  bool engine_gone = false;  // the run's engine has ended: nothing more to serve
+  int64_t max_steps = 0;
+  std::function<void(const std::string&, const std::string&)> on_serving;
+
+  // Starts the endpoint on `engine` (mu held); "" or why not.
+  std::string start_serving_locked(std::string host_port);  // by value: it clears serve_request
+  // Takes the endpoint out (mu held) so that it is stopped outside the lock.
+  std::unique_ptr<RunEndpoint> take_endpoint_locked() {
+    link.clear();
+    serve_request.clear();
+    return std::move(endpoint);
+  }
+  void report_serving(const std::string& l, const std::string& e) const {
+    if (on_serving) on_serving(l, e);
+  }
 
   void body(grpo::TrainConfig cfg, SessionOptions options, SessionCallbacks cb);
   // The watcher thread: workers every kWorkersIntervalMs, events as they come, state changes;
@@ -134,6 +156,7 @@ void EngineSession::start(const grpo::TrainConfig& cfg, const std::string& run_d
   grpo::TrainConfig resolved = cfg;
   resolved.output_dir = run_dir;
   resolved.validate("run config");
+  if (!options.serve.empty()) (void)parse_host_port(options.serve, "serve address");
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->active = true;
   impl_->want_pause = impl_->want_stop = false;
@@ -142,6 +165,12 @@ void EngineSession::start(const grpo::TrainConfig& cfg, const std::string& run_d
   impl_->error.clear();
   impl_->step = 0;
   impl_->state = EngineState::Idle;
+  impl_->serve_request = options.serve;
+  impl_->engine_gone = false;
+  impl_->link.clear();
+  impl_->token_file = resolved.cluster_token_file;
+  impl_->max_steps = resolved.max_steps;
+  impl_->on_serving = callbacks.on_serving;
   impl_->thread = std::thread([impl = impl_.get(), resolved, options, cb = std::move(callbacks)] {
     impl->body(resolved, options, cb);
   });
@@ -192,12 +221,20 @@ std::string EngineSession::Impl::run_engine(const grpo::TrainConfig& cfg, const 
   eo.resume = options.resume;
   eo.on_event = [live](const nlohmann::json& e) { live->push(e); };
   eng = std::make_unique<Engine>(cfg, cfg.output_dir, eo);
+  std::string serve_error, serve_link;
+  bool served = false;
   {
     std::lock_guard<std::mutex> lock(mu);
     engine = eng.get();
     if (want_pause) eng->pause();
     if (want_stop) eng->stop();
+    if (!serve_request.empty()) {  // asked for at start(), or while the model loaded
+      served = true;
+      serve_error = start_serving_locked(serve_request);
+      serve_link = link;
+    }
   }
+  if (served) report_serving(serve_link, serve_error);
   // state mirrors the engine's through the step callback and a small poller below.
   std::atomic<bool> run_done{false};
   std::thread mirror([&] {
@@ -237,9 +274,16 @@ void EngineSession::Impl::body(grpo::TrainConfig cfg, SessionOptions options, Se
     failure = e.what();
     state = EngineState::Failed;
   }
+  std::unique_ptr<RunEndpoint> endpoint_left;
   {
     std::lock_guard<std::mutex> lock(mu);
     engine = nullptr;
+    engine_gone = true;
+    endpoint_left = take_endpoint_locked();
+  }
+  if (endpoint_left) {  // before the engine it serves goes
+    endpoint_left.reset();
+    report_serving("", "");
   }
   eng.reset();  // joins the engine's producers before the final report
   done = true;
@@ -279,6 +323,62 @@ std::string EngineSession::worker_command(WorkerAction action, const std::string
   if (!r) return "this run has no remote workers (it started without worker URLs or discovery)";
   r->command(action, url);
   return "";
+}
+
+std::string EngineSession::Impl::start_serving_locked(std::string host_port) {
+  serve_request.clear();
+  try {
+    RunEndpointOptions ro;
+    std::tie(ro.host, ro.port) = parse_host_port(host_port, "serve address");
+    ro.bearer_token = cluster::load_or_create_token(token_file.empty() ? cluster::default_token_path() : token_file);
+    ro.max_steps = max_steps;
+    auto e = std::make_unique<RunEndpoint>(*engine, ro);
+    e->start();
+    link = dashboard_url(e->url(), ro.bearer_token);
+    endpoint = std::move(e);
+    return "";
+  } catch (const std::exception& e) {
+    link.clear();
+    return e.what();
+  }
+}
+
+std::string EngineSession::serve(const std::string& host_port) {
+  std::string error, started_link;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!impl_->active || impl_->engine_gone) return "no run is active";
+    if (impl_->endpoint) return "already serving on " + impl_->link.substr(0, impl_->link.find('#'));
+    if (!impl_->engine) {  // the model is loading: run_engine starts it once the engine exists
+      try {
+        (void)parse_host_port(host_port, "serve address");
+      } catch (const std::exception& e) {
+        return e.what();
+      }
+      impl_->serve_request = host_port;
+      return "";
+    }
+    error = impl_->start_serving_locked(host_port);
+    started_link = impl_->link;
+  }
+  if (error.empty()) impl_->report_serving(started_link, "");
+  return error;
+}
+
+void EngineSession::stop_serving() {
+  std::unique_ptr<RunEndpoint> e;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    e = impl_->take_endpoint_locked();
+  }
+  if (!e) return;
+  e.reset();
+  impl_->report_serving("", "");
+}
+
+std::string EngineSession::serving_link() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->link;
 }
 
 std::string EngineSession::retune(const nlohmann::json& changes) {

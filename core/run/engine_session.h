@@ -24,6 +24,9 @@ namespace grpo::run {
 struct SessionOptions {
   int local_generators = -1;  // -1: the config's local_generators
   bool resume = false;        // continue the run directory from its newest intact checkpoint
+  // "HOST:PORT": serve the run's HTTP API and browser view while it runs, as `grpo train --serve`
+  // does (see EngineSession::serve); "" = not served.
+  std::string serve;
 };
 
 // One line of the run's events file: {"event": kind, "time", "step", ...}.
@@ -41,6 +44,9 @@ struct SessionCallbacks {
   // Watcher thread, every kWorkersIntervalMs while the run has remote workers: copied snapshots
   // of the router's workers (tok_s rated here), never a view into the router.
   std::function<void(const std::vector<WorkerInfo>&)> on_workers;
+  // When serving starts (the browser view's link, the token in its fragment) and when it ends or
+  // fails to start (link "", and the reason or ""): the thread that started or stopped it.
+  std::function<void(const std::string& link, const std::string& error)> on_serving;
   // Once per start(), last: the final adapter directory, or "" and the error text.
   std::function<void(const std::string& adapter, const std::string& error)> on_done;
 };
@@ -67,6 +73,13 @@ public:
   // Queues an operator command for one worker into the run's router (it lives in the engine's
   // producer thread and applies it between dispatches). "" when queued, else why not.
   std::string worker_command(WorkerAction action, const std::string& url);
+  // Serves the run's HTTP API and browser view (RunEndpoint, run_endpoint.h) on HOST:PORT, behind
+  // the config's cluster token (made on first use), from now until the run ends or stop_serving();
+  // while the model loads, from once it has loaded. "" when serving (or queued), else why not (a
+  // malformed address, a port in use, already serving, no run). The link arrives in on_serving.
+  std::string serve(const std::string& host_port);
+  void stop_serving();
+  std::string serving_link() const;  // the browser view's link while serving, else ""
 
   bool active() const;        // started and on_done not yet delivered
   EngineState state() const;  // Idle before the engine exists

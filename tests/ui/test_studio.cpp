@@ -32,6 +32,7 @@
 #include "ui/retune_dialog.h"
 #include "ui/samples_page.h"
 #include "ui/setup_page.h"
+#include "tests/ui/fast_demo.h"
 
 using namespace grpo::ui;
 using grpo::run::EngineState;
@@ -43,21 +44,6 @@ std::vector<nlohmann::json> read_jsonl(const QString& path) {
   for (const auto& line : grpo::split(grpo::read_file(path.toStdString()), '\n'))
     if (!line.empty()) out.push_back(nlohmann::json::parse(line));
   return out;
-}
-
-// A small, fast demo run: the demo preset with few, short completions per step.
-void configure_fast_demo(SetupPage* s, const QString& runDir) {
-  s->loadPreset("demo");
-  const std::vector<std::pair<std::string, QString>> values = {
-      {"num_generations", "4"}, {"prompts_per_step", "2"}, {"max_completion_length", "4"}, {"max_steps", "400"},
-      {"eval_steps", "0"},      {"save_steps", "3"},       {"queue_maxsize", "32"},       {"lr_scheduler_type", "constant"},
-      {"warmup_ratio", "0"},    {"learning_rate", "0.001"}, {"weight_sync_steps", "2"},   {"max_staleness", "2"},
-      {"r", "4"},               {"lora_alpha", "8"}};
-  for (const auto& [k, v] : values) {
-    QVERIFY2(s->field(k), k.c_str());
-    s->field(k)->setText(v);
-  }
-  s->setRunDirectory(runDir);
 }
 
 }  // namespace
@@ -112,7 +98,7 @@ private Q_SLOTS:
     w.show();
     QAbstractItemModelTester samplesTester(w.samplesPage()->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
     QAbstractItemModelTester filterTester(w.samplesPage()->filter(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-    configure_fast_demo(w.setupPage(), runDir);
+    grpo::testing::configure_fast_demo(w.setupPage(), runDir);
     QVERIFY(w.startAction()->isEnabled());
 
     // Start: steps arrive, series and the status bar grow.
