@@ -6,6 +6,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QStringList>
 #include <QLineEdit>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -24,6 +25,12 @@ int SampleTableModel::columnCount(const QModelIndex& parent) const { return pare
 QVariant SampleTableModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
   const auto& r = rows_[static_cast<size_t>(index.row())];
+  if (role == Qt::ToolTipRole && index.column() == Reward && !r.rewards.empty()) {
+    QStringList parts;  // each reward function's own score
+    for (const auto& [name, v] : r.rewards)
+      parts << QString("%1: %2").arg(QString::fromStdString(name), std::isnan(v) ? QStringLiteral("—") : QString::number(v));
+    return parts.join('\n');
+  }
   if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
     switch (index.column()) {
       case Step: return static_cast<qlonglong>(r.step);
@@ -131,16 +138,7 @@ void SamplesPage::loadRun(const QString& runDir) {
   std::vector<run::SampleRecord> rows;
   // Only the newest rows the table keeps are read, from the end of the run's samples file.
   for (const auto& j : run::RunFolder(runDir.toStdString()).read_samples(model_->maxRows())) {
-    run::SampleRecord s;
-    s.step = j.value("step", int64_t{0});
-    s.policy_version = j.value("policy_version", int64_t{0});
-    s.group = j.value("group", int64_t{0});
-    s.prompt = j.value("prompt", std::string());
-    s.completion = j.value("completion", std::string());
-    s.answer = j.contains("answer") && j["answer"].is_string() ? j["answer"].get<std::string>() : std::string();
-    s.reward = j.contains("reward") && j["reward"].is_number() ? j["reward"].get<double>() : NAN;
-    s.advantage = j.value("advantage", 0.0);
-    s.finish_reason = j.value("finish_reason", std::string());
+    run::SampleRecord s = run::sample_from_json(j);
     rows.push_back(std::move(s));
   }
   model_->append(rows);

@@ -472,6 +472,15 @@
     if (newMarkers) redrawAll();
   }
 
+  // The weighted total, then each reward function's own score (null: the function returned None).
+  function rewardCell(s) {
+    const td = el('td', { className: 'num', title: s.answer ? 'answer: ' + s.answer : '' }, el('div', { text: fmt(s.reward) }));
+    if (s.rewards && typeof s.rewards === 'object')
+      for (const [name, v] of Object.entries(s.rewards))
+        td.append(el('div', { className: 'part', dataset: { reward: name }, text: name + ' ' + fmt(v) }));
+    return td;
+  }
+
   async function updateSamples() {
     const rows = await api('/grpo/dashboard/samples?limit=30');
     const body = $('#samples tbody');
@@ -480,7 +489,7 @@
       el('td', { className: 'num', text: s.policy_version != null ? 'v' + s.policy_version : '' }),
       el('td', { className: 'text', text: String(s.prompt ?? '') }),
       el('td', { className: 'text', text: String(s.completion ?? '') }),
-      el('td', { className: 'num', text: fmt(s.reward), title: s.answer != null ? 'answer: ' + s.answer : '' }),
+      rewardCell(s),
       el('td', { className: 'num', text: fmt(s.advantage) }))));
   }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace grpo::run {
@@ -16,6 +17,9 @@ struct SampleRecord {
   int64_t group = 0;
   std::string prompt, completion, answer, finish_reason;
   double reward = 0, advantage = 0;  // reward NaN when no reward function scored it
+  // Each reward function's own score (before weighting), in the config's order; NaN where the
+  // function returned None.
+  std::vector<std::pair<std::string, double>> rewards = {};
 };
 
 // One optimizer step's report: metrics with TRL names (already window-reduced).

@@ -1,6 +1,8 @@
 // RunFolder / RunDirectory / JsonlTail: the one reader and writer of a run folder (run_dir.h).
 #include "core/run/run_dir.h"
 
+#include <cmath>
+
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <fcntl.h>
@@ -266,6 +268,36 @@ std::vector<nlohmann::json> RunFolder::read_metrics(Malformed on_malformed, int6
 
 std::vector<nlohmann::json> RunFolder::read_events(Malformed on_malformed, int64_t* malformed) const {
   return records_of(read_jsonl(events_path()).lines, events_path(), on_malformed, malformed);
+}
+
+nlohmann::json sample_to_json(const SampleRecord& s) {
+  auto number_or_null = [](double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); };
+  nlohmann::json rewards = nlohmann::json::object();
+  for (const auto& [name, v] : s.rewards) rewards[name] = number_or_null(v);
+  return {{"step", s.step}, {"policy_version", s.policy_version}, {"group", s.group},
+          {"prompt", s.prompt}, {"completion", s.completion}, {"answer", s.answer},
+          {"reward", number_or_null(s.reward)}, {"rewards", std::move(rewards)},
+          {"advantage", s.advantage}, {"finish_reason", s.finish_reason}};
+}
+
+SampleRecord sample_from_json(const nlohmann::json& j) {
+  auto integer = [&](const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<int64_t>() : int64_t{0}; };
+  auto text = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+  auto number = [](const nlohmann::json& v, double otherwise) { return v.is_number() ? v.get<double>() : otherwise; };
+  SampleRecord s;
+  if (!j.is_object()) return s;
+  s.step = integer("step");
+  s.policy_version = integer("policy_version");
+  s.group = integer("group");
+  s.prompt = text("prompt");
+  s.completion = text("completion");
+  s.answer = text("answer");
+  s.finish_reason = text("finish_reason");
+  s.reward = j.contains("reward") ? number(j["reward"], NAN) : NAN;
+  s.advantage = j.contains("advantage") ? number(j["advantage"], 0.0) : 0.0;
+  if (j.contains("rewards") && j["rewards"].is_object())
+    for (const auto& [name, v] : j["rewards"].items()) s.rewards.emplace_back(name, number(v, NAN));
+  return s;
 }
 
 std::vector<nlohmann::json> RunFolder::read_samples(size_t limit) const {

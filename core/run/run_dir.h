@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/io/sha256sums.h"
+#include "core/run/engine_types.h"
 
 namespace grpo::run {
 
@@ -163,6 +164,13 @@ public:
 protected:
   std::string root_;
 };
+
+// A sampled completion as the samples file holds it: {"step", "policy_version", "group", "prompt",
+// "completion", "answer", "reward" (null: nothing scored it), "rewards": {function: score or null},
+// "advantage", "finish_reason"}; and back, a field missing (a record from before it existed) or of
+// another type read as empty.
+nlohmann::json sample_to_json(const SampleRecord& s);
+SampleRecord sample_from_json(const nlohmann::json& j);
 
 class RunDirectory : public RunFolder {
 public:

@@ -77,9 +77,12 @@ AssembledStep assemble_step(int64_t step, const std::vector<const ScoredGroup*>&
   for (const ScoredGroup* g : groups) {
     const auto& cs = g->result.completions;
     for (size_t i = 0; i < cs.size(); ++i) {
-      if (out.traces.size() < max_traces)
+      if (out.traces.size() < max_traces) {
         out.traces.push_back({step, g->result.policy_version, g->group_id, g->example.prompt_text, g->texts[i],
                               g->example.answer.value_or(""), cs[i].finish_reason, g->rewards[i], g->advantages[i]});
+        for (size_t f = 0; f < g->function_names.size(); ++f)
+          out.traces.back().rewards.emplace_back(g->function_names[f], g->per_function[f][i]);
+      }
       window.add("sample/unscorable_frac", std::isnan(g->rewards[i]) ? 1.0 : 0.0);
       if (cs[i].token_ids.empty()) continue;  // nothing to train on
       out.samples.push_back({g->prompt_ids, cs[i].token_ids, cs[i].logprobs, g->advantages[i],

@@ -18,16 +18,9 @@ nlohmann::json StepLogger::metrics_record(const StepReport& report) {
   return rec;
 }
 
-nlohmann::json StepLogger::sample_record(const SampleRecord& s) {
-  return {{"step", s.step}, {"policy_version", s.policy_version}, {"group", s.group},
-          {"prompt", s.prompt}, {"completion", s.completion}, {"answer", s.answer},
-          {"reward", std::isnan(s.reward) ? nlohmann::json() : nlohmann::json(s.reward)},
-          {"advantage", s.advantage}, {"finish_reason", s.finish_reason}};
-}
-
 void StepLogger::log(const StepReport& report) {
   for (const auto& s : report.samples)  // one write each: a retry never repeats a written line
-    guard_(RunDirectory::kSamplesFile, [&] { dir_.append_sample(sample_record(s)); });
+    guard_(RunDirectory::kSamplesFile, [&] { dir_.append_sample(sample_to_json(s)); });
   const nlohmann::json rec = metrics_record(report);
   guard_(RunDirectory::kMetricsFile, [&] { dir_.append_metrics(rec); });
   tensorboard_.log_metrics(rec);

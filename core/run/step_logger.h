@@ -24,8 +24,6 @@ public:
   // The metrics record of a step: {"step", "time", "policy_version", "verdict" (when set),
   // <metric>: number, or null when not finite}.
   static nlohmann::json metrics_record(const StepReport& report);
-  // A sampled completion as the samples file holds it (reward null when nothing scored it).
-  static nlohmann::json sample_record(const SampleRecord& s);
 
   // The step's samples, then its metrics line, then TensorBoard (which never throws: event files
   // are a convenience, so a failure there logs one warning and turns them off).

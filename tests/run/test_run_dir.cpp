@@ -19,6 +19,7 @@
 #include <QCryptographicHash>
 #include <QTemporaryDir>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -195,6 +196,47 @@ private Q_SLOTS:
     QCOMPARE(all.size(), size_t(3000));
     QCOMPARE(all.front()["step"].get<int64_t>(), int64_t(1));
     QVERIFY(d.read_samples(0).empty());
+  }
+
+  // A sample record through the file and back: the total and each reward function's own score,
+  // a None score as null; a record from before "rewards" existed reads with none.
+  void sample_records_round_trip() {
+    RunDirectory d(dir("sample-records"));
+    SampleRecord s;
+    s.step = 7;
+    s.policy_version = 3;
+    s.group = 12;
+    s.prompt = "2+2=";
+    s.completion = "4";
+    s.answer = "4";
+    s.finish_reason = "stop";
+    s.reward = 1.5;
+    s.advantage = -0.25;
+    s.rewards = {{"accuracy", 1.0}, {"format", NAN}};
+    d.append_sample(sample_to_json(s));
+    d.append_sample({{"step", 8}, {"reward", nullptr}, {"prompt", 5}});  // old and odd
+    const auto rows = d.read_samples(10);
+    QCOMPARE(rows.size(), size_t(2));
+    QVERIFY(rows[0]["rewards"]["format"].is_null());
+    const SampleRecord back = sample_from_json(rows[0]);
+    QCOMPARE(back.step, int64_t(7));
+    QCOMPARE(back.policy_version, int64_t(3));
+    QCOMPARE(back.group, int64_t(12));
+    QCOMPARE(back.prompt, s.prompt);
+    QCOMPARE(back.completion, s.completion);
+    QCOMPARE(back.answer, s.answer);
+    QCOMPARE(back.finish_reason, s.finish_reason);
+    QCOMPARE(back.reward, 1.5);
+    QCOMPARE(back.advantage, -0.25);
+    QCOMPARE(back.rewards.size(), size_t(2));
+    QCOMPARE(back.rewards[0].first, std::string("accuracy"));
+    QCOMPARE(back.rewards[0].second, 1.0);
+    QCOMPARE(back.rewards[1].first, std::string("format"));
+    QVERIFY(std::isnan(back.rewards[1].second));
+    const SampleRecord old = sample_from_json(rows[1]);
+    QCOMPARE(old.step, int64_t(8));
+    QVERIFY(std::isnan(old.reward));
+    QVERIFY(old.prompt.empty() && old.rewards.empty());
   }
 
   void reads_are_bounded() {

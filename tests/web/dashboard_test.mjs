@@ -140,6 +140,9 @@ async function liveChecks(browser, base, token, runDir, train) {
   });
   await checks.step('samples, adapter versions and the events list are filled; an adapter file downloads with the token', async () => {
     await page.waitForSelector('#samples tbody tr', { timeout: 15000 });
+    // Each reward function's own score beside the total.
+    const parts = await page.$$eval('#samples tbody tr:first-child td .part', (l) => l.map((e) => e.textContent));
+    if (!parts.length || !parts.every((t) => /^\S+ (-?[\d.]+(e[-+]?\d+)?|—)$/.test(t))) throw new Error('per-function rewards: ' + JSON.stringify(parts));
     await page.waitForSelector('#adapters li button', { timeout: 20000 });
     const bytes = await page.evaluate(async (t) => {
       const v = document.querySelector('#adapters li').dataset.version;
