@@ -4,11 +4,7 @@
 // address with the token in its fragment is printed once listening. SIGINT/SIGTERM stop it (exit 0).
 #include <CLI/CLI.hpp>
 
-#include <atomic>
-#include <chrono>
-#include <csignal>
 #include <iostream>
-#include <thread>
 
 #include <QCoreApplication>
 
@@ -21,12 +17,6 @@
 #include "core/run/run_endpoint.h"
 
 namespace grpo::cli {
-namespace {
-
-std::atomic<bool> g_serve_stop{false};
-void on_serve_signal(int) { g_serve_stop = true; }
-
-}  // namespace
 
 void add_serve_commands(CLI::App& app) {
   struct ServeArgs {
@@ -65,12 +55,11 @@ void add_serve_commands(CLI::App& app) {
     source.run_dirs = a->runs;
     run::add_dashboard_routes(server, source);
     run::add_run_folder_routes(server, a->runs.front());
-    std::signal(SIGINT, on_serve_signal);
-    std::signal(SIGTERM, on_serve_signal);
+    install_stop_signals();
     server.start();
     std::cout << "serving " << a->runs.front() << " (read-only) on " << server.url() << std::endl;
     std::cout << "dashboard: " << run::dashboard_url(server.url(), o.bearer_token) << std::endl;
-    while (!g_serve_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    wait_for_stop_signal();
     server.stop();
   });
 }

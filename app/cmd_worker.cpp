@@ -4,12 +4,8 @@
 // --announce it sends signed discovery beacons built from WorkerServer::status_json().
 #include <CLI/CLI.hpp>
 
-#include <atomic>
-#include <chrono>
-#include <csignal>
 #include <iostream>
 #include <memory>
-#include <thread>
 
 #include <QCoreApplication>
 
@@ -22,9 +18,6 @@
 
 namespace grpo::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop = true; }
 
 // "HOST:PORT", "[v6]:PORT" or ":PORT" (all interfaces).
 void parse_listen(const std::string& text, std::string& host, uint16_t& port) {
@@ -138,8 +131,7 @@ void add_worker_commands(CLI::App& app) {
     const auto qt = make_qt_application();
 
     cluster::WorkerServer worker(o);
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    install_stop_signals();
     worker.start();
     std::unique_ptr<cluster::WorkerAnnouncer> announcer;
     if (!args->announce.empty())
@@ -161,7 +153,7 @@ void add_worker_commands(CLI::App& app) {
     std::cerr << "grpo worker " << worker.status_json()["name"].get<std::string>() << ": model " << o.model_dir
               << (o.bucket.empty() ? std::string(", no --bucket (adapter loads refused)") : ", bucket " + o.bucket)
               << std::endl;
-    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    wait_for_stop_signal();
     std::cerr << "grpo worker: stopping" << std::endl;
     announcer.reset();
     worker.stop();

@@ -80,4 +80,9 @@ void print_json_line(const std::string& json);
 // alive for as long as they run. Only in builds with Qt (app/qt_app.cpp).
 std::unique_ptr<QCoreApplication> make_qt_application();
 
+// For a command that serves until told to stop (grpo worker, grpo serve): SIGINT and SIGTERM only
+// set a flag (install first, before the server starts), and the main thread waits on it.
+void install_stop_signals();
+void wait_for_stop_signal();
+
 }  // namespace grpo::cli

@@ -39,16 +39,9 @@ foreach(rel ${files})
   math(EXPR i "${i} + 1")
 endforeach()
 set(src "// Generated from web/ by web/embed_assets.cmake at build time: do not edit.
-#include <cstddef>
+#include \"core/run/web_assets.h\"
 
 namespace grpo::run::web {
-
-struct Asset {
-  const char* path;
-  const char* type;
-  const unsigned char* data;
-  std::size_t size;
-};
 
 ${arrays}
 extern const Asset kAssets[] = {

@@ -42,7 +42,7 @@ const char* kModelLoad = "the model directory is read as is: safetensors weights
 const char* kNoRef = "with beta > 0 the reference is the base model without the adapter; it is never synced";
 const char* kTurns = "rollouts are single-turn completions";
 
-const std::vector<TrlKey>& table() {
+const std::vector<TrlKey>& trl_key_table() {
   static const std::vector<TrlKey> t = {
       // ---- TRL ModelConfig / ScriptArguments (trl <cmd> --config x.yaml) ----
       // (lora_r, lora_target_modules, request_timeout: aliases in the key table of config.cpp)
@@ -270,7 +270,7 @@ const std::vector<TrlKey>& table() {
 }
 
 const TrlKey* find_key(const std::string& name) {
-  for (const auto& k : table())
+  for (const auto& k : trl_key_table())
     if (name == k.name) return &k;
   return nullptr;
 }
@@ -356,7 +356,7 @@ TrlImport translate_trl_config(const json& j, const std::string& source,
 
 std::vector<std::string> trl_known_keys() {
   std::vector<std::string> keys;
-  for (const auto& k : table()) keys.push_back(k.name);
+  for (const auto& k : trl_key_table()) keys.push_back(k.name);
   for (const auto& k : train_config_schema()) keys.insert(keys.end(), k.aliases.begin(), k.aliases.end());
   return keys;
 }

@@ -27,8 +27,6 @@ namespace {
 constexpr int kMaxSchemaDepth = 64;
 constexpr int32_t kMaxFixedLength = 1 << 20;
 
-std::string n_str(uint64_t v) { return std::to_string(v); }
-
 // Where a column chunk's pages start: its dictionary page when it has one, else its first data page.
 int64_t chunk_start(const ColumnChunkMeta& m) {
   int64_t start = m.data_page_offset;

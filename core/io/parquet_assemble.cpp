@@ -12,11 +12,10 @@
 
 #include "core/common/error.h"
 #include "core/common/strings.h"
+#include "core/io/parquet_meta.h"
 
 namespace grpo::io::parquet {
 namespace {
-
-[[noreturn]] void fail(const std::string& message) { throw Error("", message); }
 
 // UTF-8 with each maximal invalid subpart replaced by U+FFFD (the WHATWG decoder's rule, which
 // hyparquet's TextDecoder follows).

@@ -16,8 +16,6 @@
 namespace grpo::io::parquet {
 namespace {
 
-[[noreturn]] void fail(const std::string& message) { throw Error("", message); }
-
 std::string sizes(size_t got, size_t expected) {
   return std::to_string(got) + " bytes, the page header says " + std::to_string(expected);
 }

@@ -16,10 +16,6 @@
 namespace grpo::io::parquet {
 namespace {
 
-[[noreturn]] void fail(const std::string& message) { throw Error("", message); }
-
-std::string n_str(uint64_t v) { return std::to_string(v); }
-
 // A reusable scratch buffer (no zero-filling), from the pool.
 struct Scratch {
   BufferPool* pool = nullptr;

@@ -13,10 +13,6 @@
 namespace grpo::io::parquet {
 namespace {
 
-[[noreturn]] void fail(const std::string& message) { throw Error("", message); }
-
-std::string n_str(uint64_t v) { return std::to_string(v); }
-
 uint32_t load_u32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/error.h"
 #include "core/io/parquet.h"
 
 namespace grpo::io::parquet {
@@ -26,6 +27,11 @@ enum ConvertedType : int32_t {
   CT_UINT_16 = 12, CT_UINT_32 = 13, CT_UINT_64 = 14, CT_INT_8 = 15, CT_INT_16 = 16, CT_INT_32 = 17, CT_INT_64 = 18,
   CT_JSON = 19, CT_BSON = 20, CT_INTERVAL = 21,
 };
+
+// The reader's parts report a malformed file with fail() (grpo::Error without a file name: the
+// reader's entry point names the file), and counts with n_str().
+[[noreturn]] inline void fail(const std::string& message) { throw Error("", message); }
+inline std::string n_str(uint64_t v) { return std::to_string(v); }
 
 const char* codec_name(int32_t codec);
 const char* encoding_name(int32_t encoding);

@@ -23,20 +23,9 @@
 #include "core/grpo/config.h"
 #include "core/run/run_dir.h"
 #include "core/run/throughput_advisor.h"
+#include "core/run/web_assets.h"
 
 namespace grpo::run {
-
-// The files of web/, compiled in by web/embed_assets.cmake (core/run/CMakeLists.txt).
-namespace web {
-struct Asset {
-  const char* path;  // "/app.js"
-  const char* type;  // "text/javascript; charset=utf-8"
-  const unsigned char* data;
-  std::size_t size;
-};
-extern const Asset kAssets[];
-extern const std::size_t kAssetCount;
-}  // namespace web
 
 namespace {
 

@@ -7,9 +7,9 @@
 namespace grpo::text {
 namespace {
 
-// ByteLevel: every char of a token maps back to its byte; a token holding a char outside the
+// ByteLevelDecoder: every char of a token maps back to its byte; a token holding a char outside the
 // table is taken as raw bytes. All tokens become one string (invalid UTF-8 -> U+FFFD).
-class ByteLevel : public Decoder {
+class ByteLevelDecoder : public Decoder {
 public:
   void decode_chain(std::vector<std::string>& tokens) const override {
     const auto& table = ByteLevelTable::get();
@@ -36,9 +36,9 @@ public:
   }
 };
 
-class Metaspace : public Decoder {
+class MetaspaceDecoder : public Decoder {
 public:
-  Metaspace(std::string replacement, bool prepend) : replacement_(std::move(replacement)), prepend_(prepend) {}
+  MetaspaceDecoder(std::string replacement, bool prepend) : replacement_(std::move(replacement)), prepend_(prepend) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
       std::string out;
@@ -114,10 +114,10 @@ public:
   }
 };
 
-// Strip: removes up to `start` leading and `stop` trailing copies of `content` per token.
-class Strip : public Decoder {
+// StripDecoder: removes up to `start` leading and `stop` trailing copies of `content` per token.
+class StripDecoder : public Decoder {
 public:
-  Strip(char32_t content, size_t start, size_t stop) : content_(content), start_(start), stop_(stop) {}
+  StripDecoder(char32_t content, size_t start, size_t stop) : content_(content), start_(start), stop_(stop) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (std::string& t : tokens) {
       std::vector<std::pair<size_t, char32_t>> chars;  // (byte offset, char)
@@ -149,9 +149,9 @@ private:
   size_t start_, stop_;
 };
 
-class Replace : public Decoder {
+class ReplaceDecoder : public Decoder {
 public:
-  Replace(const json& pattern, std::string content, const JsonWhere& where)
+  ReplaceDecoder(const json& pattern, std::string content, const JsonWhere& where)
       : pattern_(pattern, where), content_(std::move(content)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (std::string& t : tokens) t = pattern_.replace_all(t, content_);
@@ -176,9 +176,9 @@ private:
   std::string suffix_;
 };
 
-class Sequence : public Decoder {
+class DecoderSequence : public Decoder {
 public:
-  explicit Sequence(std::vector<std::unique_ptr<Decoder>> parts) : parts_(std::move(parts)) {}
+  explicit DecoderSequence(std::vector<std::unique_ptr<Decoder>> parts) : parts_(std::move(parts)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (const auto& p : parts_) p->decode_chain(tokens);
   }
@@ -192,11 +192,11 @@ private:
 std::unique_ptr<Decoder> make_decoder(const json& j, const JsonWhere& where) {
   if (j.is_null()) return nullptr;
   std::string type = get_type(j, where);
-  if (type == "ByteLevel") return std::make_unique<ByteLevel>();
+  if (type == "ByteLevel") return std::make_unique<ByteLevelDecoder>();
   if (type == "Metaspace") {
     std::string scheme = get_string(j, "prepend_scheme", where, "");
     if (scheme.empty()) scheme = get_bool(j, "add_prefix_space", where, true) ? "always" : "never";
-    return std::make_unique<Metaspace>(get_string(j, "replacement", where, "\xE2\x96\x81"),
+    return std::make_unique<MetaspaceDecoder>(get_string(j, "replacement", where, "\xE2\x96\x81"),
                                        scheme != "never");
   }
   if (type == "ByteFallback") return std::make_unique<ByteFallback>();
@@ -205,10 +205,10 @@ std::unique_ptr<Decoder> make_decoder(const json& j, const JsonWhere& where) {
     std::string content = get_string(j, "content", where, " ");
     size_t len;
     char32_t c = content.empty() ? U' ' : decode_utf8(content, 0, len);
-    return std::make_unique<Strip>(c, j.value("start", size_t{0}), j.value("stop", size_t{0}));
+    return std::make_unique<StripDecoder>(c, j.value("start", size_t{0}), j.value("stop", size_t{0}));
   }
   if (type == "Replace") {
-    return std::make_unique<Replace>(require(j, "pattern", where), get_string(j, "content", where, ""),
+    return std::make_unique<ReplaceDecoder>(require(j, "pattern", where), get_string(j, "content", where, ""),
                                      where.at("pattern"));
   }
   if (type == "BPEDecoder") return std::make_unique<BpeSuffix>(get_string(j, "suffix", where, "</w>"));
@@ -219,7 +219,7 @@ std::unique_ptr<Decoder> make_decoder(const json& j, const JsonWhere& where) {
     for (size_t i = 0; i < list.size(); ++i) {
       if (auto d = make_decoder(list[i], where.at("decoders").at(i))) parts.push_back(std::move(d));
     }
-    return std::make_unique<Sequence>(std::move(parts));
+    return std::make_unique<DecoderSequence>(std::move(parts));
   }
   throw_unsupported(where.at("type"), "decoder", type,
                     {"ByteLevel", "Metaspace", "ByteFallback", "Fuse", "Strip", "Replace",

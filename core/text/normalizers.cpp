@@ -23,10 +23,10 @@ public:
   void normalize(std::string& s) const override { s = lowercase(s); }
 };
 
-// Strip: removes leading and/or trailing whitespace (Rust's char::is_whitespace).
-class Strip : public Normalizer {
+// StripNormalizer: removes leading and/or trailing whitespace (Rust's char::is_whitespace).
+class StripNormalizer : public Normalizer {
 public:
-  Strip(bool left, bool right) : left_(left), right_(right) {}
+  StripNormalizer(bool left, bool right) : left_(left), right_(right) {}
   void normalize(std::string& s) const override {
     size_t begin = 0, end = s.size();
     if (left_) {
@@ -64,9 +64,9 @@ private:
   std::string prepend_;
 };
 
-class Replace : public Normalizer {
+class ReplaceNormalizer : public Normalizer {
 public:
-  Replace(const json& pattern, std::string content, const JsonWhere& where)
+  ReplaceNormalizer(const json& pattern, std::string content, const JsonWhere& where)
       : pattern_(pattern, where), content_(std::move(content)) {}
   void normalize(std::string& s) const override { s = pattern_.replace_all(s, content_); }
 
@@ -75,9 +75,9 @@ private:
   std::string content_;
 };
 
-class Sequence : public Normalizer {
+class NormalizerSequence : public Normalizer {
 public:
-  explicit Sequence(std::vector<std::unique_ptr<Normalizer>> parts) : parts_(std::move(parts)) {}
+  explicit NormalizerSequence(std::vector<std::unique_ptr<Normalizer>> parts) : parts_(std::move(parts)) {}
   void normalize(std::string& s) const override {
     for (const auto& p : parts_) p->normalize(s);
   }
@@ -97,12 +97,12 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j, const JsonWhere& wher
   if (type == "NFKD") return std::make_unique<UnicodeNormalizer>(NormalForm::NFKD);
   if (type == "Lowercase") return std::make_unique<Lowercase>();
   if (type == "Strip") {
-    return std::make_unique<Strip>(get_bool(j, "strip_left", where, true),
+    return std::make_unique<StripNormalizer>(get_bool(j, "strip_left", where, true),
                                    get_bool(j, "strip_right", where, true));
   }
   if (type == "Prepend") return std::make_unique<Prepend>(get_string(j, "prepend", where, ""));
   if (type == "Replace") {
-    return std::make_unique<Replace>(require(j, "pattern", where), get_string(j, "content", where, ""),
+    return std::make_unique<ReplaceNormalizer>(require(j, "pattern", where), get_string(j, "content", where, ""),
                                      where.at("pattern"));
   }
   if (type == "Sequence") {
@@ -112,7 +112,7 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j, const JsonWhere& wher
     for (size_t i = 0; i < list.size(); ++i) {
       if (auto n = make_normalizer(list[i], where.at("normalizers").at(i))) parts.push_back(std::move(n));
     }
-    return std::make_unique<Sequence>(std::move(parts));
+    return std::make_unique<NormalizerSequence>(std::move(parts));
   }
   throw_unsupported(where.at("type"), "normalizer", type,
                     {"NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Strip", "Prepend", "Replace",

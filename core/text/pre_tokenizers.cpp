@@ -149,11 +149,11 @@ private:
 const char* kGpt2Regex =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-// ByteLevel: optional prefix space, optional GPT-2 regex split, then every byte becomes its
+// ByteLevelPreTokenizer: optional prefix space, optional GPT-2 regex split, then every byte becomes its
 // printable stand-in character.
-class ByteLevel : public PreTokenizer {
+class ByteLevelPreTokenizer : public PreTokenizer {
 public:
-  ByteLevel(const json& j, const JsonWhere& where)
+  ByteLevelPreTokenizer(const json& j, const JsonWhere& where)
       : add_prefix_space_(get_bool(j, "add_prefix_space", where, true)),
         use_regex_(get_bool(j, "use_regex", where, true)) {
     if (use_regex_) regex_ = std::make_unique<Pattern>(json{{"Regex", kGpt2Regex}}, where);
@@ -186,11 +186,11 @@ private:
   std::unique_ptr<Pattern> regex_;
 };
 
-// Metaspace: spaces become `replacement`, a replacement is prepended per prepend_scheme, and
+// MetaspacePreTokenizer: spaces become `replacement`, a replacement is prepended per prepend_scheme, and
 // with split the piece is cut before each replacement character.
-class Metaspace : public PreTokenizer {
+class MetaspacePreTokenizer : public PreTokenizer {
 public:
-  Metaspace(const json& j, const JsonWhere& where) {
+  MetaspacePreTokenizer(const json& j, const JsonWhere& where) {
     replacement_ = get_string(j, "replacement", where, "\xE2\x96\x81");
     if (replacement_.empty()) throw_bad(where.at("replacement"), "must be one character");
     size_t len;
@@ -257,9 +257,9 @@ private:
   SplitBehavior behavior_;
 };
 
-class Sequence : public PreTokenizer {
+class PreTokenizerSequence : public PreTokenizer {
 public:
-  explicit Sequence(std::vector<std::unique_ptr<PreTokenizer>> parts) : parts_(std::move(parts)) {}
+  explicit PreTokenizerSequence(std::vector<std::unique_ptr<PreTokenizer>> parts) : parts_(std::move(parts)) {}
   void pre_tokenize(std::vector<Piece>& pieces) const override {
     for (const auto& p : parts_) p->pre_tokenize(pieces);
   }
@@ -274,8 +274,8 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const JsonWhere&
   if (j.is_null()) return nullptr;
   std::string type = get_type(j, where);
   if (type == "Split") return std::make_unique<Split>(j, where);
-  if (type == "ByteLevel") return std::make_unique<ByteLevel>(j, where);
-  if (type == "Metaspace") return std::make_unique<Metaspace>(j, where);
+  if (type == "ByteLevel") return std::make_unique<ByteLevelPreTokenizer>(j, where);
+  if (type == "Metaspace") return std::make_unique<MetaspacePreTokenizer>(j, where);
   if (type == "Whitespace") {
     // \w+|[^\w\s]+ with Rust regex's Unicode \w (PCRE2's \w lacks marks and Join_Control).
     return std::make_unique<RegexKeep>(
@@ -306,7 +306,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const JsonWhere&
     std::vector<std::unique_ptr<PreTokenizer>> parts;
     parts.push_back(std::make_unique<CharSplit>(is_whitespace, SplitBehavior::Removed));
     parts.push_back(std::make_unique<CharSplit>(is_punctuation, SplitBehavior::Isolated));
-    return std::make_unique<Sequence>(std::move(parts));
+    return std::make_unique<PreTokenizerSequence>(std::move(parts));
   }
   if (type == "Sequence") {
     const json& list = require(j, "pretokenizers", where);
@@ -317,7 +317,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const JsonWhere&
         parts.push_back(std::move(p));
       }
     }
-    return std::make_unique<Sequence>(std::move(parts));
+    return std::make_unique<PreTokenizerSequence>(std::move(parts));
   }
   throw_unsupported(where.at("type"), "pre_tokenizer", type,
                     {"Split", "ByteLevel", "Metaspace", "Digits", "Whitespace", "WhitespaceSplit",
