@@ -11,6 +11,7 @@
 #include "core/common/log.h"
 #include "core/common/strings.h"
 #include "core/grpo/config_table.h"
+#include "core/model/lora_config.h"
 #include "core/grpo/trl_keys.h"
 
 namespace grpo::grpo {
@@ -195,7 +196,7 @@ void TrainConfig::validate(const std::string& source) const {
     check(s.size() <= 1024, source, "key \"stop\": a stop string of " + std::to_string(s.size()) + " bytes; each may have at most 1024");
   check(target_modules.is_string() || target_modules.is_array(), source,
         "key \"target_modules\": expected \"all-linear\" or a list of module names");
-  static const std::vector<std::string> modules = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  const auto& modules = model::projection_names();  // Phi-3's fused qkv_proj / gate_up_proj too
   if (target_modules.is_string()) {
     check(target_modules == "all-linear", source,
           "key \"target_modules\": value " + target_modules.dump() + " is not valid: expected \"all-linear\" or a list of " + join(modules, ", "));

@@ -1,5 +1,6 @@
-// Hugging Face model config.json (model_type llama, qwen2, qwen3) and checkpoint directories
-// (model.safetensors, or shards listed in model.safetensors.index.json).
+// Hugging Face model config.json (model_type llama, mistral, qwen2, qwen3, gemma, gemma2,
+// gemma3_text, phi3) and checkpoint directories (model.safetensors, or shards listed in
+// model.safetensors.index.json).
 #pragma once
 
 #include <cstdint>
@@ -15,16 +16,23 @@
 
 namespace grpo::io {
 
+// rope_scaling, as transformers' modeling_rope_utils reads it. "default" means none.
 struct RopeScaling {
-  std::string rope_type;  // "llama3" (the only scaled type supported); "default" means none
+  std::string rope_type;  // linear | dynamic | yarn | longrope | llama3
   double factor = 1.0;
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 4.0;
-  int64_t original_max_position_embeddings = 8192;
+  double low_freq_factor = 1.0;   // llama3
+  double high_freq_factor = 4.0;  // llama3
+  // llama3, yarn, dynamic and longrope; 0 = the model's max_position_embeddings.
+  int64_t original_max_position_embeddings = 0;
+  double beta_fast = 32.0, beta_slow = 1.0;       // yarn
+  std::optional<double> mscale, mscale_all_dim;   // yarn
+  std::optional<double> attention_factor;         // yarn, longrope: cos/sin scale
+  bool truncate = true;                           // yarn
+  std::vector<double> short_factor, long_factor;  // longrope, head_dim/2 each
 };
 
 struct ModelConfig {
-  std::string model_type;  // llama | qwen2 | qwen3
+  std::string model_type;  // one of supported_model_types()
   std::string name_or_path;
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -40,7 +48,31 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v (and o for llama) bias; qwen2 always has q/k/v bias
   bool mlp_bias = false;
-  bool qk_norm = false;         // qwen3: RMSNorm over q and k per head
+  bool qk_norm = false;         // qwen3, gemma3_text: RMSNorm over q and k per head
+  std::string hidden_act = "silu";  // MLP activation: silu | gelu_pytorch_tanh (Gemma)
+  // The Gemma family: RMSNorm scales by (1 + weight) in fp32 before casting back, and the token
+  // embeddings are multiplied by sqrt(hidden_size) in the compute dtype.
+  bool gemma_norm = false;
+  bool scale_embeddings = false;
+  // gemma2 / gemma3_text: the attention and MLP outputs are normalised too
+  // (post_attention_layernorm on the attention output, pre_/post_feedforward_layernorm around the MLP).
+  bool sandwich_norm = false;
+  bool fused_qkv = false;      // phi3: one qkv_proj (q, then k, then v rows)
+  bool fused_gate_up = false;  // phi3: one gate_up_proj (gate rows, then up rows)
+  double partial_rotary_factor = 1.0;  // rope on the first head_dim * factor dims only
+  std::optional<double> query_pre_attn_scalar;  // attention scale scalar^-0.5 instead of head_dim^-0.5
+  std::optional<double> attn_logit_softcapping;   // scores -> cap * tanh(scores / cap)
+  std::optional<double> final_logit_softcapping;  // logits -> cap * tanh(logits / cap)
+  // Sliding-window attention: layer i sees only the last `sliding_window` keys (itself included)
+  // when sliding_layers[i]. Empty sliding_layers: no layer slides.
+  std::optional<int64_t> sliding_window;
+  std::vector<bool> sliding_layers;
+  // gemma3_text: sliding layers use the default rope with this base (no scaling); the others
+  // rope_theta and rope_scaling.
+  std::optional<double> rope_local_base_freq;
+  // The config.json object this was parsed from (empty when built in code). to_json() writes it
+  // back with torch_dtype updated, so an export keeps every key transformers reads.
+  nlohmann::json source;
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // eos_token_id may be an int or a list
   std::string torch_dtype;             // "float32" | "float16" | "bfloat16"
@@ -55,6 +87,10 @@ struct ModelConfig {
   void save(const std::string& config_json_path) const;
 
   int64_t q_dim() const { return num_attention_heads * head_dim; }
+  bool is_sliding(int64_t layer) const {
+    return sliding_window && layer >= 0 && size_t(layer) < sliding_layers.size() && sliding_layers[size_t(layer)];
+  }
+  int64_t rotary_dim() const { return int64_t(double(head_dim) * partial_rotary_factor); }
   int64_t kv_dim() const { return num_key_value_heads * head_dim; }
 };
 

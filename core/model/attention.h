@@ -1,6 +1,7 @@
-// Grouped-query self-attention of a Llama/Qwen decoder layer: q/k/v/o LoraLinear projections
-// (q/k/v bias for qwen2 or attention_bias), per-head q_norm/k_norm RMSNorm for qwen3, RoPE, an
-// optional KV cache, and masked softmax attention computed without repeating k/v per head.
+// Grouped-query self-attention of a decoder layer: q/k/v/o LoraLinear projections (q/k/v bias for
+// qwen2 or attention_bias; one fused qkv_proj for phi3), per-head q_norm/k_norm RMSNorm for qwen3
+// and gemma3_text, RoPE, an optional KV cache, and masked softmax attention computed without
+// repeating k/v per head, with Gemma 2's query_pre_attn_scalar scale and logit soft-capping.
 #pragma once
 
 #include <cstdint>
@@ -52,17 +53,22 @@ public:
                         KVCache* cache = nullptr);
 
   LoraLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
-  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // qwen3 only
+  LoraLinear qkv_proj{nullptr};              // phi3 instead of q_proj, k_proj, v_proj
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // qwen3, gemma3_text only
 
 private:
   int64_t layer_index_, num_heads_, num_kv_heads_, head_dim_;
+  double scale_;    // query_pre_attn_scalar^-0.5, else head_dim^-0.5
+  double softcap_;  // attn_logit_softcapping, 0 = none
 };
 TORCH_MODULE(Attention);
 
-// softmax(q k^T / sqrt(D) + mask) v for q (B, H, Tq, D), k/v (B, KVH, Tk, D) -> (B, H, Tq, D).
+// softmax(cap(q k^T * scale) + mask) v for q (B, H, Tq, D), k/v (B, KVH, Tk, D) -> (B, H, Tq, D),
+// where scale 0 means 1/sqrt(D) and cap(s) = softcap * tanh(s / softcap) when softcap > 0.
 // Softmax runs in fp32 for half dtypes. Uses LibTorch 2.x's fused scaled_dot_product_attention
-// where available.
+// where available (not with soft-capping, which it cannot do).
 torch::Tensor scaled_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, const AttentionMask& mask);
+                               const torch::Tensor& v, const AttentionMask& mask, double scale = 0.0,
+                               double softcap = 0.0);
 
 }  // namespace grpo::model

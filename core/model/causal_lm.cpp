@@ -36,14 +36,18 @@ TransformerImpl::TransformerImpl(const io::ModelConfig& c, torch::Dtype dtype, t
     decoder_layers.push_back(DecoderLayer(c, i, dtype, device));
     layers->push_back(decoder_layers.back());
   }
-  norm = register_module("norm",
-                         RMSNorm(RMSNormOptions(c.hidden_size).eps(c.rms_norm_eps).dtype(dtype).device(device)));
+  norm = register_module("norm", RMSNorm(RMSNormOptions(c.hidden_size)
+                                             .eps(c.rms_norm_eps)
+                                             .offset_one(c.gemma_norm)
+                                             .dtype(dtype)
+                                             .device(device)));
 }
 
 static void validate_config(const io::ModelConfig& c) {
   const std::string ctx = c.name_or_path.empty() ? "model config" : c.name_or_path;
-  check(c.model_type == "llama" || c.model_type == "qwen2" || c.model_type == "qwen3", ctx,
-        "model_type '" + c.model_type + "' is not supported", "supported: llama, qwen2, qwen3");
+  const auto& types = io::supported_model_types();
+  check(std::find(types.begin(), types.end(), c.model_type) != types.end(), ctx,
+        "model_type '" + c.model_type + "' is not supported", "supported: " + join(types, ", "));
   check(c.vocab_size > 0 && c.hidden_size > 0 && c.intermediate_size > 0 && c.num_hidden_layers > 0,
         ctx, "vocab_size, hidden_size, intermediate_size and num_hidden_layers must be positive");
   check(c.num_attention_heads > 0 && c.num_key_value_heads > 0 &&
@@ -53,12 +57,19 @@ static void validate_config(const io::ModelConfig& c) {
                  std::to_string(c.num_key_value_heads) + ")");
   check(c.head_dim > 0 && c.head_dim % 2 == 0, ctx,
         "head_dim " + std::to_string(c.head_dim) + " must be positive and even");
+  check(c.rotary_dim() > 0 && c.rotary_dim() % 2 == 0 && c.rotary_dim() <= c.head_dim, ctx,
+        "head_dim * partial_rotary_factor must be a positive even number no larger than head_dim");
+  check(!c.sliding_window || *c.sliding_window > 0, ctx, "sliding_window must be positive");
+  check(c.sliding_layers.empty() || int64_t(c.sliding_layers.size()) == c.num_hidden_layers, ctx,
+        "sliding_layers must name every layer (" + std::to_string(c.num_hidden_layers) + ")");
 }
 
 static io::ModelConfig with_defaults(io::ModelConfig c) {
   if (c.head_dim == 0 && c.num_attention_heads > 0) c.head_dim = c.hidden_size / c.num_attention_heads;
   if (c.num_key_value_heads == 0) c.num_key_value_heads = c.num_attention_heads;
   if (c.model_type == "qwen3") c.qk_norm = true;
+  if (c.sliding_window && c.sliding_layers.empty())  // built in code: every layer slides
+    c.sliding_layers.assign(size_t(std::max<int64_t>(c.num_hidden_layers, 0)), true);
   return c;
 }
 
@@ -72,6 +83,7 @@ CausalLMImpl::CausalLMImpl(const CausalLMOptions& options) : options_(options) {
                                                         .dtype(dtype())
                                                         .device(device())));
   inv_freq_ = rope_inv_freq(c).to(device());
+  if (c.rope_local_base_freq) inv_freq_local_ = rope_inv_freq(c, RopeKind::Local).to(device());
   if (options.init_weights()) init_weights();
 }
 
@@ -80,7 +92,7 @@ void CausalLMImpl::init_weights(double std) {
   model->embed_tokens->weight.normal_(0.0, std);
   for (auto& [name, lin] : linear_layers()) lin->reset_parameters(std);
   for (auto& m : modules(/*include_self=*/false))
-    if (auto n = std::dynamic_pointer_cast<RMSNormImpl>(m)) n->weight.fill_(1.0);
+    if (auto n = std::dynamic_pointer_cast<RMSNormImpl>(m)) n->weight.fill_(n->neutral_weight());
 }
 
 // ---------------------------------------------------------------- forward
@@ -109,12 +121,30 @@ namespace {
 
 struct Prepared {
   RopeTables rope;
+  RopeTables rope_local;  // gemma3_text's sliding layers
   AttentionMask mask;
+  AttentionMask mask_sliding;  // layers with a sliding window
   torch::Tensor new_valid;  // (B, T) bool, for the cache
 };
 
-Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const torch::Tensor& inv_freq,
-                 torch::Dtype dtype) {
+// The mask tensors for `blocked` (B or 1, T, S) bool.
+AttentionMask make_mask(const torch::Tensor& blocked, bool causal_only, torch::Dtype dtype) {
+  AttentionMask m;
+  m.causal_only = causal_only;
+  m.blocked = blocked.unsqueeze(1);  // (B or 1, 1, T, S)
+  // A finite fill (as transformers uses): a query whose keys are all hidden (a padding slot)
+  // stays finite instead of producing NaN that would leak through the cache into real rows.
+  const double lowest = dtype == torch::kFloat64   ? std::numeric_limits<double>::lowest()
+                        : dtype == torch::kFloat16 ? -65504.0
+                        : dtype == torch::kBFloat16 ? -3.3895313892515355e38
+                                                    : double(std::numeric_limits<float>::lowest());
+  m.additive = torch::zeros(m.blocked.sizes(), torch::TensorOptions().dtype(dtype).device(blocked.device()))
+                   .masked_fill_(m.blocked, lowest);  // (B or 1, 1, T, S)
+  return m;
+}
+
+Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const io::ModelConfig& c,
+                 const torch::Tensor& inv_freq, const torch::Tensor& inv_freq_local, torch::Dtype dtype) {
   const int64_t B = ids.size(0), T = ids.size(1);
   auto dev = ids.device();
   auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(dev);
@@ -142,15 +172,20 @@ Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const torch::Te
   } else {
     pos = torch::arange(T, i64).unsqueeze(0).expand({B, T});
   }
-  p.rope = rope_tables(inv_freq, pos, dtype);
+  // Dynamic and longrope frequencies depend on the call's largest position, as transformers'
+  // dynamic_rope_update makes them depend on torch.max(position_ids) + 1.
+  auto global_inv = inv_freq;
+  if (rope_depends_on_length(c) && pos.numel() > 0)
+    global_inv = rope_inv_freq(c, RopeKind::Global, pos.max().item<int64_t>()).to(dev);
+  p.rope = rope_tables(global_inv, pos, dtype, rope_attention_scaling(c));
+  if (inv_freq_local.defined()) p.rope_local = rope_tables(inv_freq_local, pos, dtype, rope_attention_scaling(c, RopeKind::Local));
 
   // Mask over keys [0, L+T): causal, key padding (cache + attention_mask), packed sequences.
-  auto& m = p.mask;
-  m.causal_only = L == 0 && !a.attention_mask.defined() && !a.seq_ids.defined();
+  const bool causal_only = L == 0 && !a.attention_mask.defined() && !a.seq_ids.defined();
   auto q_idx = torch::arange(L, L + T, i64);                             // (T)
   auto k_idx = torch::arange(L + T, i64);                                // (S)
   auto blocked = (k_idx.unsqueeze(0) > q_idx.unsqueeze(1)).unsqueeze(0);  // (1, T, S)
-  if (!m.causal_only) {
+  if (!causal_only) {
     auto key_valid = L > 0 ? torch::cat({cache->valid().to(dev), p.new_valid}, 1) : p.new_valid;  // (B, S)
     blocked = blocked | key_valid.logical_not().unsqueeze(1);  // (B, T, S)
     if (a.seq_ids.defined()) {
@@ -158,15 +193,23 @@ Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const torch::Te
       blocked = blocked | (s.unsqueeze(2) != s.unsqueeze(1));          // (B, T, T)
     }
   }
-  m.blocked = blocked.unsqueeze(1);  // (B or 1, 1, T, S)
-  // A finite fill (as transformers uses): a query whose keys are all hidden (a padding slot)
-  // stays finite instead of producing NaN that would leak through the cache into real rows.
-  const double lowest = dtype == torch::kFloat64   ? std::numeric_limits<double>::lowest()
-                        : dtype == torch::kFloat16 ? -65504.0
-                        : dtype == torch::kBFloat16 ? -3.3895313892515355e38
-                                                    : double(std::numeric_limits<float>::lowest());
-  m.additive = torch::zeros(m.blocked.sizes(), torch::TensorOptions().dtype(dtype).device(dev))
-                   .masked_fill_(m.blocked, lowest);  // (B or 1, 1, T, S)
+  p.mask = make_mask(blocked, causal_only, dtype);
+  // Sliding layers also hide keys `sliding_window` or more tokens back: a query sees itself and
+  // the window - 1 tokens before it, as transformers' sliding masks do. Distances are counted in
+  // real tokens (position ids), not cache slots, so a padding hole in a generation row does not
+  // shrink its window; for rows without holes (all transformers makes) the two are the same.
+  if (c.sliding_window && std::find(c.sliding_layers.begin(), c.sliding_layers.end(), true) != c.sliding_layers.end()) {
+    const int64_t W = *c.sliding_window;
+    if (L + T > W) {
+      torch::Tensor k_pos;  // (B, S)
+      if (L == 0) k_pos = pos;
+      else k_pos = torch::cat({cache->valid().to(dev), p.new_valid}, 1).to(torch::kInt64).cumsum(1) - 1;
+      auto far = (pos.unsqueeze(2) - k_pos.unsqueeze(1)) >= W;  // (B, T, S)
+      p.mask_sliding = make_mask(blocked | far, false, dtype);
+    } else {
+      p.mask_sliding = make_mask(blocked, causal_only, dtype);
+    }
+  }
   return p;
 }
 
@@ -175,17 +218,27 @@ Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const torch::Te
 torch::Tensor CausalLMImpl::hidden_states(const torch::Tensor& input_ids, const ForwardArgs& args) {
   check(input_ids.dim() == 2, "forward", "input_ids must be (B, T), got " + std::to_string(input_ids.dim()) + " dims");
   auto ids = input_ids.to(device(), torch::kInt64);
-  auto p = prepare(ids, args, inv_freq_, dtype());
+  const auto& c = config();
+  auto p = prepare(ids, args, c, inv_freq_, inv_freq_local_, dtype());
   auto h = model->embed_tokens(ids);  // (B, T, C)
+  if (c.scale_embeddings) {
+    // Gemma: times sqrt(hidden_size) rounded to the compute dtype, as transformers' normalizer.
+    h = h * torch::scalar_tensor(std::sqrt(double(c.hidden_size)), torch::TensorOptions().dtype(h.scalar_type()))
+                .item<double>();
+  }
   const bool recompute = gradient_checkpointing_ && !args.cache && torch::GradMode::is_enabled();
-  for (auto& layer : model->decoder_layers) {
+  for (size_t i = 0; i < model->decoder_layers.size(); ++i) {
+    auto& layer = model->decoder_layers[i];
+    const bool sliding = c.is_sliding(int64_t(i));
+    const RopeTables& rope = sliding && p.rope_local.cos.defined() ? p.rope_local : p.rope;
+    const AttentionMask& mask = sliding ? p.mask_sliding : p.mask;
     if (recompute) {
       // The block runs again in backward, after this frame is gone: capture by value.
-      h = checkpointed([layer, rope = p.rope, mask = p.mask](const torch::Tensor& x) mutable {
+      h = checkpointed([layer, rope, mask](const torch::Tensor& x) mutable {
         return layer(x, rope, mask, static_cast<KVCache*>(nullptr));
       }, h);
     } else {
-      h = layer(h, p.rope, p.mask, args.cache);
+      h = layer(h, rope, mask, args.cache);
     }
   }
   if (args.cache) args.cache->advance(p.new_valid);
@@ -195,12 +248,17 @@ torch::Tensor CausalLMImpl::hidden_states(const torch::Tensor& input_ids, const 
 
 torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
   const auto out_dtype = accumulate_dtype(dtype());  // fp32 (fp64 for a double model)
-  if (lm_head) return lm_head(hidden).to(out_dtype);  // (..., V)
-  auto sizes = hidden.sizes().vec();
-  const auto& W = model->embed_tokens->weight;  // (V, C)
-  auto out = torch::mm(hidden.reshape({-1, sizes.back()}), W.t());
-  sizes.back() = W.size(0);
-  return out.view(sizes).to(out_dtype);
+  torch::Tensor out;
+  if (lm_head) {
+    out = lm_head(hidden).to(out_dtype);  // (..., V)
+  } else {
+    auto sizes = hidden.sizes().vec();
+    const auto& W = model->embed_tokens->weight;  // (V, C)
+    sizes.back() = W.size(0);
+    out = torch::mm(hidden.reshape({-1, hidden.size(-1)}), W.t()).view(sizes).to(out_dtype);
+  }
+  if (const auto& cap = config().final_logit_softcapping) out = torch::tanh(out / *cap) * *cap;  // Gemma 2
+  return out;
 }
 
 torch::Tensor CausalLMImpl::forward(const torch::Tensor& input_ids, const ForwardArgs& args) {
@@ -248,7 +306,9 @@ void CausalLMImpl::add_lora(const LoraConfig& cfg) {
     }
   }
   check(!plan.empty(), "LoRA config", "target_modules selects no linear module of the model",
-        "module names look like model.layers.0.self_attn.q_proj");
+        config().fused_qkv ? "this " + config().model_type +
+                                 " model fuses its projections: use qkv_proj, o_proj, gate_up_proj, down_proj or all-linear"
+                           : std::string("module names look like model.layers.0.self_attn.q_proj"));
   remove_lora();
   for (auto& [lin, t] : plan) lin->add_lora(t.r, t.scaling, cfg.lora_dropout);
   lora_ = cfg;

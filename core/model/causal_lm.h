@@ -1,4 +1,5 @@
-// CausalLM: a Llama / Qwen2 / Qwen3 decoder-only language model with Hugging Face parameter names
+// CausalLM: a decoder-only language model (Llama, Mistral, Qwen2/3, Gemma 1/2/3 text, Phi-3; see
+// io::supported_model_types) with Hugging Face parameter names
 // (model.embed_tokens.weight, model.layers.N.self_attn.q_proj.weight, ..., model.norm.weight,
 // lm_head.weight when untied), LoRA adapters on its projections, and one forward that covers
 // plain batches, left-padded batches, packed rows and incremental decoding with a KV cache.
@@ -138,7 +139,8 @@ public:
 
 private:
   CausalLMOptions options_;
-  torch::Tensor inv_freq_;  // (D/2) fp32 rope inverse frequencies
+  torch::Tensor inv_freq_;        // (R/2) fp32 rope inverse frequencies
+  torch::Tensor inv_freq_local_;  // gemma3_text's sliding layers (rope_local_base_freq)
   std::optional<LoraConfig> lora_;
   bool adapter_enabled_ = true;
   bool gradient_checkpointing_ = false;

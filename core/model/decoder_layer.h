@@ -1,4 +1,6 @@
 // One pre-norm decoder layer: x + attn(input_layernorm(x)), then + mlp(post_attention_layernorm).
+// Gemma 2/3 ("sandwich" norms): x + post_attention_layernorm(attn(input_layernorm(x))), then
+// + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h))).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,7 @@ public:
                         KVCache* cache = nullptr);
 
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  RMSNorm pre_feedforward_layernorm{nullptr}, post_feedforward_layernorm{nullptr};  // gemma2, gemma3_text
   Attention self_attn{nullptr};
   MLP mlp{nullptr};
 };

@@ -43,11 +43,17 @@ nlohmann::json inspect_model(const std::string& dir) {
     const auto& s = *c.rope_scaling;
     rope["type"] = s.rope_type;
     rope["factor"] = s.factor;
-    rope["low_freq_factor"] = s.low_freq_factor;
-    rope["high_freq_factor"] = s.high_freq_factor;
-    rope["original_max_position_embeddings"] = s.original_max_position_embeddings;
+    if (s.rope_type == "llama3") {
+      rope["low_freq_factor"] = s.low_freq_factor;
+      rope["high_freq_factor"] = s.high_freq_factor;
+    }
+    if (s.original_max_position_embeddings > 0) rope["original_max_position_embeddings"] = s.original_max_position_embeddings;
   }
-  return {
+  if (c.rope_local_base_freq) rope["local_theta"] = *c.rope_local_base_freq;
+  if (c.partial_rotary_factor != 1.0) rope["partial_rotary_factor"] = c.partial_rotary_factor;
+  int64_t sliding_layers = 0;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) sliding_layers += c.is_sliding(i) ? 1 : 0;
+  nlohmann::json out = {
       {"architecture", arch},
       {"model_type", c.model_type},
       {"layers", c.num_hidden_layers},
@@ -68,7 +74,17 @@ nlohmann::json inspect_model(const std::string& dir) {
       {"qk_norm", c.qk_norm || c.model_type == "qwen3"},
       {"attention_bias", c.attention_bias || c.model_type == "qwen2"},
       {"files", int64_t(files.size())},
+      {"hidden_act", c.hidden_act},
   };
+  if (c.sliding_window) {
+    out["sliding_window"] = *c.sliding_window;
+    out["sliding_layers"] = sliding_layers;
+  }
+  if (c.attn_logit_softcapping) out["attn_logit_softcapping"] = *c.attn_logit_softcapping;
+  if (c.final_logit_softcapping) out["final_logit_softcapping"] = *c.final_logit_softcapping;
+  if (c.query_pre_attn_scalar) out["query_pre_attn_scalar"] = *c.query_pre_attn_scalar;
+  if (c.fused_qkv) out["fused_projections"] = true;
+  return out;
 }
 
 std::string format_model_summary(const nlohmann::json& j) {
@@ -81,12 +97,21 @@ std::string format_model_summary(const nlohmann::json& j) {
   o << "  hidden          " << s("hidden") << ", intermediate " << s("intermediate") << "\n";
   o << "  attention       " << s("heads") << " heads, " << s("kv_heads") << " kv heads, head_dim "
     << s("head_dim") << (j.value("qk_norm", false) ? ", q/k norm" : "")
-    << (j.value("attention_bias", false) ? ", q/k/v bias" : "") << "\n";
+    << (j.value("attention_bias", false) ? ", q/k/v bias" : "")
+    << (j.value("fused_projections", false) ? ", fused qkv_proj and gate_up_proj" : "") << "\n";
+  if (j.contains("sliding_window"))
+    o << "  sliding window  " << s("sliding_window") << " tokens in " << s("sliding_layers") << " of " << s("layers")
+      << " layers\n";
+  if (j.contains("attn_logit_softcapping") || j.contains("final_logit_softcapping"))
+    o << "  soft-capping    attention " << (j.contains("attn_logit_softcapping") ? s("attn_logit_softcapping") : "none")
+      << ", final logits " << (j.contains("final_logit_softcapping") ? s("final_logit_softcapping") : "none") << "\n";
   o << "  vocab           " << s("vocab") << (j.value("tied", false) ? " (tied embeddings)" : " (untied lm_head)") << "\n";
   if (j.contains("rope")) {
     const auto& r = j["rope"];
     o << "  rope            theta " << r.value("theta", 0.0) << ", " << r.value("type", std::string("default"));
     if (r.contains("factor")) o << " factor " << r["factor"].dump();
+    if (r.contains("local_theta")) o << " (sliding layers: theta " << r["local_theta"].dump() << ")";
+    if (r.contains("partial_rotary_factor")) o << ", on " << r["partial_rotary_factor"].dump() << " of each head";
     o << "\n";
   }
   o << "  max positions   " << s("max_position_embeddings") << "\n";

@@ -39,9 +39,15 @@
 namespace grpo::model {
 
 const std::vector<std::string>& projection_names() {
-  static const std::vector<std::string> names = {"q_proj",    "k_proj",  "v_proj",  "o_proj",
-                                                 "gate_proj", "up_proj", "down_proj"};
+  static const std::vector<std::string> names = {"q_proj",    "k_proj",  "v_proj",    "o_proj",   "gate_proj",
+                                                 "up_proj",   "down_proj", "qkv_proj", "gate_up_proj"};
   return names;
+}
+
+bool family_has_projection(const std::string& name, bool fused) {
+  if (name == "o_proj" || name == "down_proj") return true;
+  const bool fused_name = name == "qkv_proj" || name == "gate_up_proj";
+  return fused == fused_name;
 }
 
 namespace {
@@ -167,10 +173,10 @@ bool LoraConfig::targets(const std::string& module) const {
                      [&](const std::string& m) { return m == module || ends_with(m, "." + module); });
 }
 
-std::vector<std::string> LoraConfig::resolved_targets() const {
+std::vector<std::string> LoraConfig::resolved_targets(bool fused) const {
   std::vector<std::string> out;
   for (const auto& p : projection_names())
-    if (targets(p)) out.push_back(p);
+    if (targets(p) && (!is_all_linear(target_modules) || family_has_projection(p, fused))) out.push_back(p);
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -16,6 +16,9 @@ namespace grpo::model {
 
 // The seven linear projections of a Llama/Qwen decoder layer, in module order.
 const std::vector<std::string>& projection_names();
+// Whether a family has the projection: fused (Phi-3: qkv_proj, o_proj, gate_up_proj, down_proj)
+// or not (the seven separate ones).
+bool family_has_projection(const std::string& name, bool fused);
 
 // Bounds on what an adapter_config.json may ask for (it is untrusted input): the length of one
 // regex and the number of entries of each list or pattern object.
@@ -69,8 +72,9 @@ struct LoraConfig {
   // True when the projection named `module` (e.g. "q_proj") is listed in target_modules (as a
   // name or the last component of a suffix). Meaningful for plain() configs; use target_for().
   bool targets(const std::string& module) const;
-  // The targeted projection names, sorted (how adapter_config.json stores them).
-  std::vector<std::string> resolved_targets() const;
+  // The targeted projection names, sorted (how adapter_config.json stores them). "all-linear"
+  // expands to the projections of the model's family: Phi-3's fused ones when `fused`.
+  std::vector<std::string> resolved_targets(bool fused = false) const;
   // Throws grpo::Error naming `context` for r <= 0, dropout outside [0,1), unknown modules,
   // regexes that do not compile, non-positive pattern ranks/alphas, lists over the bounds.
   void validate(const std::string& context) const;

@@ -1,5 +1,9 @@
-// SwiGLU feed-forward block: down_proj(silu(gate_proj(x)) * up_proj(x)), all three LoraLinear.
+// Gated feed-forward block: down_proj(act(gate_proj(x)) * up_proj(x)), act = silu (SwiGLU) or GELU
+// (Gemma's GeGLU), every projection a LoraLinear. Phi-3 fuses gate and up into one gate_up_proj
+// (gate rows first).
 #pragma once
+
+#include <string>
 
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -15,6 +19,10 @@ public:
   MLPImpl(const io::ModelConfig& config, torch::Dtype dtype, torch::Device device);
   torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
   LoraLinear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  LoraLinear gate_up_proj{nullptr};  // phi3 instead of gate_proj and up_proj
+private:
+  int64_t intermediate_;
+  std::string act_;
 };
 TORCH_MODULE(MLP);
 

@@ -23,7 +23,7 @@ static nlohmann::json number(double v) {
   return nlohmann::json(v);
 }
 
-nlohmann::ordered_json adapter_config_json(const LoraConfig& c, const std::string& base) {
+nlohmann::ordered_json adapter_config_json(const LoraConfig& c, const std::string& base, bool fused) {
   // Keys inserted in sorted order, as PEFT's save_pretrained (sort_keys=True) writes them. The
   // pattern objects keep the config's own order instead: PEFT takes the first pattern that
   // matches in file order, so sorting them could hand a module another pattern's rank.
@@ -43,7 +43,7 @@ nlohmann::ordered_json adapter_config_json(const LoraConfig& c, const std::strin
   if (c.target_regex) {
     targets = c.target_modules.at(0);
   } else if (c.plain() || (c.target_modules.size() == 1 && c.target_modules[0] == "all-linear")) {
-    targets = c.resolved_targets();  // PEFT saves "all-linear" expanded
+    targets = c.resolved_targets(fused);  // PEFT saves "all-linear" expanded
   } else {
     std::set<std::string> uniq(c.target_modules.begin(), c.target_modules.end());  // PEFT keeps a set
     targets = std::vector<std::string>(uniq.begin(), uniq.end());
@@ -274,7 +274,7 @@ void save_adapter(const CausalLMImpl& model, const std::string& dir, const std::
   }
   io::write_safetensors(path_join(dir, kAdapterWeightsName), views, {{"format", "pt"}});
   auto name = base.empty() ? model.config().name_or_path : base;
-  write_file_atomic(path_join(dir, kAdapterConfigName), adapter_config_json(cfg, name).dump(2) + "\n");
+  write_file_atomic(path_join(dir, kAdapterConfigName), adapter_config_json(cfg, name, model.config().fused_qkv).dump(2) + "\n");
 }
 
 namespace {

@@ -18,7 +18,9 @@ inline constexpr const char* kAdapterWeightsName = "adapter_model.safetensors";
 inline constexpr const char* kPeftKeyPrefix = "base_model.model.";
 
 // adapter_config.json content as PeftModel.save_pretrained writes it for a LoRA CAUSAL_LM.
-nlohmann::ordered_json adapter_config_json(const LoraConfig& config, const std::string& base_model_name_or_path);
+// `fused`: the base has Phi-3's fused projections ("all-linear" is written out as its modules).
+nlohmann::ordered_json adapter_config_json(const LoraConfig& config, const std::string& base_model_name_or_path,
+                                           bool fused = false);
 // The LoRA plan is written back whole (rank_pattern, alpha_pattern, layers_to_transform,
 // layers_pattern, a regex target_modules), so PEFT rebuilds the same adapter from it; objects are
 // in PEFT's key order (sorted, as save_pretrained's sort_keys=True), except inside rank_pattern and

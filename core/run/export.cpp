@@ -118,7 +118,7 @@ struct Staged {
 // The PEFT key of a LoRA factor on a Llama/Qwen projection (facts §3).
 const std::regex& peft_key_pattern() {
   static const std::regex re(
-      R"(base_model\.model\.model\.layers\.(\d+)\.(self_attn\.(q|k|v|o)_proj|mlp\.(gate|up|down)_proj)\.lora_(A|B)\.weight)");
+      R"(base_model\.model\.model\.layers\.(\d+)\.(self_attn\.(q|k|v|o|qkv)_proj|mlp\.(gate|up|down|gate_up)_proj)\.lora_(A|B)\.weight)");
   return re;
 }
 
@@ -126,6 +126,8 @@ const std::regex& peft_key_pattern() {
 std::vector<int64_t> expected_shape(const io::ModelConfig& c, const std::string& module, bool is_a, int64_t r) {
   int64_t in = c.hidden_size, out = c.hidden_size;
   if (module == "self_attn.q_proj") out = c.q_dim();
+  else if (module == "self_attn.qkv_proj") out = c.q_dim() + 2 * c.kv_dim();
+  else if (module == "mlp.gate_up_proj") out = 2 * c.intermediate_size;
   else if (module == "self_attn.k_proj" || module == "self_attn.v_proj") out = c.kv_dim();
   else if (module == "self_attn.o_proj") in = c.q_dim();
   else if (module == "mlp.gate_proj" || module == "mlp.up_proj") out = c.intermediate_size;
@@ -170,11 +172,16 @@ std::vector<std::string> export_peft(const Source& src, const std::string& out, 
   // Every module the plan adapts must be in the file (all layers of the base; without the base,
   // the layers the file shows).
   const int64_t layers = base ? base->num_hidden_layers : layers_seen;
+  // Phi-3's fused projections, from the base or (without it) from the file's own names.
+  const bool fused = base ? base->fused_qkv : std::any_of(modules.begin(), modules.end(), [](const std::string& m) {
+    return ends_with(m, ".qkv_proj") || ends_with(m, ".gate_up_proj");
+  });
   std::vector<std::string> missing;
   for (int64_t l = 0; l < layers; ++l)
     for (const auto& p : model::projection_names()) {
+      if (!model::family_has_projection(p, fused)) continue;
       const std::string full = "model.layers." + std::to_string(l) + "." +
-                               (p == "gate_proj" || p == "up_proj" || p == "down_proj" ? "mlp." : "self_attn.") + p;
+                               (p == "gate_proj" || p == "up_proj" || p == "down_proj" || p == "gate_up_proj" ? "mlp." : "self_attn.") + p;
       if (lora.target_for(full) && !modules.count(full)) missing.push_back(full);
     }
   check(missing.empty(), file.path(),
@@ -184,7 +191,7 @@ std::vector<std::string> export_peft(const Source& src, const std::string& out, 
 
   io::write_safetensors(path_join(out, model::kAdapterWeightsName), staged.views, {{"format", "pt"}});
   write_file_atomic(path_join(out, model::kAdapterConfigName),
-                    model::adapter_config_json(lora, base_name).dump(2) + "\n");
+                    model::adapter_config_json(lora, base_name, fused).dump(2) + "\n");
   return {model::kAdapterConfigName, model::kAdapterWeightsName};
 }
 

@@ -93,7 +93,10 @@ private Q_SLOTS:
   void toJsonMatchesSavePretrained() {
     for (const char* model : {"llama-untied-f32", "qwen2-tied-bf16"}) {
       json golden = golden_config(model);
-      json ours = ModelConfig::from_json(golden, model).to_json();
+      auto parsed = ModelConfig::from_json(golden, model);
+      QCOMPARE(parsed.to_json(), golden);  // a parsed config writes its own file back
+      parsed.source = json();               // built in code: generated as save_pretrained would
+      json ours = parsed.to_json();
       golden.erase("transformers_version");
       ours.erase("transformers_version");
       QVERIFY2(ours == golden, (std::string(model) + "\nours:   " + ours.dump() + "\ngolden: " + golden.dump()).c_str());
@@ -163,21 +166,104 @@ private Q_SLOTS:
     QCOMPARE(v5.rope_scaling->original_max_position_embeddings, int64_t(8192));
   }
 
+  // Each family's defaults and derived flags, as its transformers config class sets them.
+  void newFamiliesParse() {
+    json base = golden_config("llama-untied-f32");
+    base.erase("head_dim");
+    json j = base;
+    j["model_type"] = "mistral";
+    j["sliding_window"] = 4096;
+    auto mistral = ModelConfig::from_json(j, "c");
+    QCOMPARE(*mistral.sliding_window, int64_t(4096));
+    QCOMPARE(mistral.sliding_layers, std::vector<bool>(2, true));
+    j["sliding_window"] = nullptr;  // Mistral 7B v0.2+: full attention
+    QVERIFY(!ModelConfig::from_json(j, "c").sliding_window);
+
+    j = base;
+    j["model_type"] = "gemma2";
+    j.erase("tie_word_embeddings");
+    j.erase("hidden_act");
+    j["num_hidden_layers"] = 4;
+    auto g2 = ModelConfig::from_json(j, "c");
+    QVERIFY(g2.tie_word_embeddings && g2.gemma_norm && g2.scale_embeddings && g2.sandwich_norm && !g2.qk_norm);
+    QCOMPARE(g2.head_dim, int64_t(256));  // Gemma2Config's default, not hidden / heads
+    QCOMPARE(g2.hidden_act, std::string("gelu_pytorch_tanh"));
+    QCOMPARE(*g2.query_pre_attn_scalar, 256.0);
+    QCOMPARE(*g2.attn_logit_softcapping, 50.0);
+    QCOMPARE(*g2.final_logit_softcapping, 30.0);
+    QCOMPARE(*g2.sliding_window, int64_t(4096));
+    QCOMPARE(g2.sliding_layers, (std::vector<bool>{true, false, true, false}));  // even layers slide
+    j["attn_logit_softcapping"] = nullptr;
+    QVERIFY(!ModelConfig::from_json(j, "c").attn_logit_softcapping);
+    j["layer_types"] = {"full_attention", "sliding_attention", "full_attention", "full_attention"};
+    QCOMPARE(ModelConfig::from_json(j, "c").sliding_layers, (std::vector<bool>{false, true, false, false}));
+    j["layer_types"] = {"full_attention"};
+    CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "config.json", "layer_types",
+                "a list of 4 layer types");
+    j["layer_types"] = {"full_attention", "chunked_attention", "full_attention", "full_attention"};
+    CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "unsupported layer type \"chunked_attention\"");
+
+    j = base;
+    j["model_type"] = "gemma3_text";
+    j["num_hidden_layers"] = 6;
+    auto g3 = ModelConfig::from_json(j, "c");
+    QVERIFY(g3.qk_norm && g3.sandwich_norm && !g3.attn_logit_softcapping && !g3.final_logit_softcapping);
+    QCOMPARE(*g3.rope_local_base_freq, 10000.0);
+    QCOMPARE(g3.sliding_layers, (std::vector<bool>{true, true, true, true, true, false}));  // pattern 6
+    j["sliding_window_pattern"] = 2;
+    QCOMPARE(ModelConfig::from_json(j, "c").sliding_layers, (std::vector<bool>{true, false, true, false, true, false}));
+
+    j = base;
+    j["model_type"] = "phi3";
+    j["original_max_position_embeddings"] = 4096;
+    j["max_position_embeddings"] = 131072;
+    std::vector<double> half(8, 1.0);
+    j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", half}, {"long_factor", half}};
+    auto phi = ModelConfig::from_json(j, "c");
+    QVERIFY(phi.fused_qkv && phi.fused_gate_up && !phi.tie_word_embeddings);
+    QCOMPARE(phi.rope_scaling->rope_type, std::string("longrope"));
+    QCOMPARE(phi.rope_scaling->original_max_position_embeddings, int64_t(4096));  // read outside rope_scaling
+    j["rope_scaling"]["long_factor"] = std::vector<double>(7, 1.0);
+    CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "config.json: rope_scaling",
+                "head_dim / 2 = 8 entries, got 8 and 7");
+    j["rope_scaling"]["long_factor"] = {1.0, 1.0, "x"};
+    CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "long_factor", "a list of positive numbers");
+    j["rope_scaling"] = nullptr;
+    j["partial_rotary_factor"] = 0.75;  // Phi-4-mini: rope on 12 of 16 dims
+    QCOMPARE(ModelConfig::from_json(j, "c").rotary_dim(), int64_t(12));
+    j["partial_rotary_factor"] = 1.5;
+    CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "partial_rotary_factor", "(0, 1]");
+
+    j = base;
+    j["model_type"] = "gemma";
+    j["hidden_activation"] = "relu";
+    CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "hidden_activation",
+                "supported: silu, gelu, gelu_pytorch_tanh");
+  }
+
   // ---- errors ----
   void unsupportedRopeTypeListsSupported() {
     json j = llama3_config();
-    j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+    j["rope_scaling"] = {{"rope_type", "mrope"}, {"factor", 4.0}};
     CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "config.json: rope_scaling",
-                "unsupported rope type \"yarn\"", "default, llama3");
+                "unsupported rope type \"mrope\"", "default, linear, dynamic, yarn, longrope (su), llama3");
+    j["rope_scaling"] = {{"rope_type", "linear"}};
+    CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "missing required field \"factor\"");
+    j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 0.5}};
+    CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "yarn: field \"factor\" must be a number >= 1");
     j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
     CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "missing required field \"low_freq_factor\"");
   }
 
   void unsupportedModelTypeListsSupported() {
     json j = golden_config("llama-untied-f32");
-    j["model_type"] = "mistral";
+    j["model_type"] = "mixtral";
     CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }),
-                "config.json: unsupported model_type \"mistral\"", "supported: llama, qwen2, qwen3");
+                "config.json: unsupported model_type \"mixtral\"",
+                "supported: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, phi3");
+    j["model_type"] = "gemma3";  // the multimodal checkpoint: point at the text-only one
+    CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "Gemma3ForConditionalGeneration",
+                "model_type \"gemma3_text\"");
     j["model_type"] = "qwen";
     CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "did you mean qwen2");
   }

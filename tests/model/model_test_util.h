@@ -20,8 +20,8 @@ struct Reference {
   torch::Tensor logits;     // (T, V) fp32
 };
 
-inline Reference load_reference(const std::string& dir) {
-  auto j = nlohmann::json::parse(read_file(dir + "/reference_logits.json"));
+inline Reference load_reference(const std::string& dir, const std::string& file = "reference_logits.json") {
+  auto j = nlohmann::json::parse(read_file(dir + "/" + file));
   Reference r;
   r.input_ids = torch::tensor(j["input_ids"].get<std::vector<int64_t>>(), torch::kInt64).unsqueeze(0);
   std::vector<float> flat;
@@ -35,8 +35,42 @@ inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
 }
 
+// A small config of a newer family, parsed from a config.json as a user's would be, so the
+// family's derived flags (norm form, fused projections, sliding layers, soft-capping) come from
+// ModelConfig::from_json: hidden 32, 4 heads, 2 kv heads, vocab 97; every feature switched on and
+// small enough to matter in short test sequences (sliding window 4, caps 3 and 8).
+inline io::ModelConfig family_config(const std::string& model_type, bool tied, nlohmann::json extra = {}) {
+  nlohmann::json j = {{"model_type", model_type}, {"vocab_size", 97}, {"hidden_size", 32},
+                      {"intermediate_size", 48}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+                      {"num_key_value_heads", 2}, {"max_position_embeddings", 256},
+                      {"tie_word_embeddings", tied}, {"torch_dtype", "float32"}, {"bos_token_id", 1},
+                      {"eos_token_id", 2}, {"_name_or_path", "test/" + model_type}};
+  if (model_type == "mistral") j["sliding_window"] = 4;
+  if (model_type == "gemma" || model_type == "gemma2" || model_type == "gemma3_text") {
+    j["head_dim"] = 16;  // heads * head_dim != hidden, as in real Gemmas
+    j["hidden_activation"] = "gelu_pytorch_tanh";
+  }
+  if (model_type == "gemma2" || model_type == "gemma3_text") {
+    j["num_hidden_layers"] = 3;
+    j["sliding_window"] = 4;
+    j["query_pre_attn_scalar"] = 12;
+    j["attn_logit_softcapping"] = 3.0;
+    j["final_logit_softcapping"] = 8.0;
+  }
+  if (model_type == "gemma3_text") {
+    j["sliding_window_pattern"] = 2;
+    j["rope_theta"] = 1e6;
+    j["rope_local_base_freq"] = 1e4;
+    j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  }
+  if (model_type == "phi3") j["partial_rotary_factor"] = 0.5;
+  for (const auto& [k, v] : extra.items()) j[k] = v;
+  return io::ModelConfig::from_json(j, "test/" + model_type + "/config.json");
+}
+
 // A small config of any supported family (hidden 32, 2 layers, 4 heads, 2 kv heads, vocab 97).
 inline io::ModelConfig small_config(const std::string& model_type, bool tied) {
+  if (model_type != "llama" && model_type != "qwen2" && model_type != "qwen3") return family_config(model_type, tied);
   io::ModelConfig c;
   c.model_type = model_type;
   c.name_or_path = "test/" + model_type;

@@ -52,18 +52,38 @@ class TestModel : public QObject {
 private Q_SLOTS:
   void initTestCase() { torch::manual_seed(1234); }
 
+  // Logits of every position against transformers' (tests/data/golden/README.md and
+  // MODELS_FROM_SOURCE.md say how each reference was made).
   void goldenLogits_data() {
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("adapter");
-    QTest::newRow("llama-untied-f32") << "llama-untied-f32" << "";
-    QTest::newRow("qwen2-tied-bf16") << "qwen2-tied-bf16" << "";
-    QTest::newRow("qwen2-tied-bf16+lora-r4") << "qwen2-tied-bf16" << "qwen2-tied-bf16-lora-r4";
+    QTest::addColumn<QString>("reference");
+    const QString full = "reference_logits.json", shorter = "reference_logits_short.json";
+    QTest::newRow("llama-untied-f32") << "llama-untied-f32" << "" << full;
+    QTest::newRow("qwen2-tied-bf16") << "qwen2-tied-bf16" << "" << full;
+    QTest::newRow("qwen2-tied-bf16+lora-r4") << "qwen2-tied-bf16" << "qwen2-tied-bf16-lora-r4" << full;
+    QTest::newRow("llama-rope-linear") << "llama-rope-linear-f32" << "" << full;
+    // dynamic: 14 tokens exceed max_position_embeddings 8 (NTK-scaled base); 6 do not.
+    QTest::newRow("llama-rope-dynamic") << "llama-rope-dynamic-f32" << "" << full;
+    QTest::newRow("llama-rope-dynamic-short") << "llama-rope-dynamic-f32" << "" << shorter;
+    QTest::newRow("llama-rope-yarn") << "llama-rope-yarn-f32" << "" << full;
+    QTest::newRow("mistral-sliding-window") << "mistral-sw-f32" << "" << full;  // window 6 < 14 tokens
+    QTest::newRow("gemma") << "gemma-f32" << "" << full;
+    // Soft-capped attention and logits, even layers sliding (window 6), query_pre_attn_scalar.
+    QTest::newRow("gemma2") << "gemma2-f32" << "" << full;
+    // Sliding/full layers with their own rope bases, linear scaling on the full ones, q/k norms.
+    QTest::newRow("gemma3_text") << "gemma3-text-f32" << "" << full;
+    QTest::newRow("phi3") << "phi3-f32" << "" << full;
+    // longrope: 14 tokens exceed original_max_position_embeddings 8 (long factors); 6 do not.
+    QTest::newRow("phi3-longrope") << "phi3-longrope-f32" << "" << full;
+    QTest::newRow("phi3-longrope-short") << "phi3-longrope-f32" << "" << shorter;
   }
   void goldenLogits() {
     QFETCH(QString, model);
     QFETCH(QString, adapter);
+    QFETCH(QString, reference);
     auto dir = golden_model(model.toStdString());
-    auto ref = load_reference(golden_model((adapter.isEmpty() ? model : adapter).toStdString()));
+    auto ref = load_reference(golden_model((adapter.isEmpty() ? model : adapter).toStdString()), reference.toStdString());
     auto m = from_pretrained(dir);
     if (!adapter.isEmpty()) load_adapter(*m, golden_model(adapter.toStdString()));
     auto logits = full_logits(m, ref.input_ids);

@@ -1,6 +1,8 @@
 // Decoding paths against plain full forwards of each sequence alone: left-padded batches, KV-cache
 // incremental decoding (rows of different lengths, padding holes), prefill-then-expand to G rows,
-// and packed rows with a block-diagonal causal mask.
+// and packed rows with a block-diagonal causal mask. Every family runs them: sliding windows
+// (mistral, gemma2, gemma3_text: window 4, shorter than the sequences), soft-capping, Gemma's norms,
+// gemma3's two rope bases and Phi-3's fused projections and partial rotary must all agree.
 #include <QtTest>
 
 #include "core/model/causal_lm.h"
@@ -19,6 +21,14 @@ constexpr double kTol = 1e-4;
 CausalLM make_model(const QString& which) {
   if (which == "qwen2-golden") return from_pretrained(golden_model("qwen2-tied-bf16"));
   if (which == "llama-golden") return from_pretrained(golden_model("llama-untied-f32"));
+  for (const char* family : {"mistral", "gemma", "gemma2", "gemma3_text", "phi3"})
+    if (which == QString(family) + "-random") {
+      CausalLM m{CausalLMOptions(small_config(family, std::string(family) != "mistral" && std::string(family) != "phi3"))};
+      torch::NoGradGuard g;  // norms away from their neutral value, so each norm's form matters
+      for (auto& item : m->named_base_parameters())
+        if (item.key().find("norm") != std::string::npos) item.value().uniform_(-0.4, 0.4).add_(family[0] == 'g' ? 0.0 : 1.0);
+      return m;
+    }
   auto cfg = small_config(which == "llama3-random" ? "llama" : "qwen3", false);
   if (which == "llama3-random") cfg.rope_scaling = io::RopeScaling{"llama3", 4.0, 1.0, 4.0, 16};
   CausalLM m{CausalLMOptions(cfg)};
@@ -55,6 +65,8 @@ void add_models() {
   QTest::newRow("llama-golden") << "llama-golden";
   QTest::newRow("qwen3-random") << "qwen3-random";
   QTest::newRow("llama3-random") << "llama3-random";
+  for (const char* family : {"mistral", "gemma", "gemma2", "gemma3_text", "phi3"})
+    QTest::newRow((std::string(family) + "-random").c_str()) << QString(family) + "-random";
 }
 
 }  // namespace

@@ -151,11 +151,16 @@ private Q_SLOTS:
     QTest::newRow("qwen2") << "qwen2" << false;
     QTest::newRow("qwen3-rslora") << "qwen3" << true;
     QTest::newRow("llama-untied") << "llama" << false;
+    // Soft-capping, sandwich norms, (1 + w) norms, sliding windows, two rope bases, fused projections.
+    QTest::newRow("gemma2") << "gemma2" << false;
+    QTest::newRow("gemma3_text") << "gemma3_text" << false;
+    QTest::newRow("phi3-fused") << "phi3" << false;
+    QTest::newRow("mistral-sliding") << "mistral" << false;
   }
   void gradientsMatchFiniteDifferences() {
     QFETCH(QString, type);
     QFETCH(bool, rslora);
-    auto cfg = small_config(type.toStdString(), type != "llama");
+    auto cfg = small_config(type.toStdString(), type != "llama" && type != "phi3" && type != "mistral");
     CausalLM m{CausalLMOptions(cfg).dtype(torch::kFloat64)};
     {
       torch::NoGradGuard g;  // non-trivial norms and biases
@@ -200,7 +205,9 @@ private Q_SLOTS:
         ++checked;
       }
     }
-    QCOMPARE(checked, 2 * 7 * 2 * 3);
+    // Every adapted projection (A and B): 7 a layer, 4 for Phi-3's fused qkv_proj and gate_up_proj.
+    const int per_layer = cfg.fused_qkv ? 4 : 7;
+    QCOMPARE(checked, int(cfg.num_hidden_layers) * per_layer * 2 * 3);
   }
 
   // Gradient checkpointing recomputes each layer in backward: the loss and every gradient
@@ -409,7 +416,8 @@ private Q_SLOTS:
     QTest::newRow("modules_to_save") << "modules_to_save" << "[\"lm_head\"]";
     QTest::newRow("embedding target") << "target_modules" << "[\"q_proj\",\"embed_tokens\"]";
     QTest::newRow("layer_replication") << "layer_replication" << "[[0, 1]]";  // patterns: test_peft_patterns
-    QTest::newRow("unknown module") << "target_modules" << "[\"qkv_proj\"]";
+    QTest::newRow("unknown module") << "target_modules" << "[\"attn_proj\"]";
+    QTest::newRow("another family's module") << "target_modules" << "[\"qkv_proj\"]";  // Phi-3's, not Qwen2's
   }
   void unsupportedAdapterFeaturesAreClearErrors() {
     QFETCH(QString, key);
