@@ -219,62 +219,9 @@ std::vector<int64_t> parse_token_ids(const Fields& f, const char* key, std::opti
   return ids;
 }
 
-}  // namespace
-
-ModelConfig ModelConfig::from_json(const json& j, const std::string& context) {
-  if (!j.is_object()) throw Error(context, std::string("expected a JSON object, got ") + j.type_name());
-  Fields f(j, context);
-  ModelConfig c;
-  f.require("model_type");
-  c.model_type = f.string("model_type", "");
-  if (c.model_type == "gemma3")
-    throw Error(context, "model_type \"gemma3\" is the multimodal Gemma 3 (Gemma3ForConditionalGeneration), which is not supported",
-                "use a text-only Gemma 3 checkpoint (model_type \"gemma3_text\", e.g. google/gemma-3-1b-it)");
-  const auto& types = supported_model_types();
-  if (std::find(types.begin(), types.end(), c.model_type) == types.end()) {
-    std::string near = nearest_name(c.model_type, types);
-    throw Error(context, "unsupported model_type \"" + c.model_type + "\"",
-                (near.empty() ? "" : "did you mean " + near + "? ") + "supported: " + join(types, ", "));
-  }
-  const TypeDefaults d = defaults_for(c.model_type);
-  c.name_or_path = f.string("_name_or_path", "");
-
-  c.vocab_size = f.positive("vocab_size");
-  c.hidden_size = f.positive("hidden_size");
-  c.intermediate_size = f.positive("intermediate_size");
-  c.num_hidden_layers = f.positive("num_hidden_layers");
-  c.num_attention_heads = f.positive("num_attention_heads");
-  c.num_key_value_heads = f.integer("num_key_value_heads", c.num_attention_heads);
-  check(c.num_key_value_heads > 0 && c.num_attention_heads % c.num_key_value_heads == 0, context,
-        "num_attention_heads " + std::to_string(c.num_attention_heads) + " is not a multiple of " +
-            "num_key_value_heads " + std::to_string(c.num_key_value_heads));
-  if (f.has("head_dim")) {
-    c.head_dim = f.integer("head_dim");
-  } else if (d.head_dim) {
-    c.head_dim = *d.head_dim;
-  } else {
-    check(c.hidden_size % c.num_attention_heads == 0, context,
-          "hidden_size " + std::to_string(c.hidden_size) + " is not a multiple of num_attention_heads " +
-              std::to_string(c.num_attention_heads),
-          "set head_dim explicitly");
-    c.head_dim = c.hidden_size / c.num_attention_heads;
-  }
-  check(c.head_dim > 0 && c.head_dim % 2 == 0 && c.head_dim <= 65536, context,
-        "head_dim " + std::to_string(c.head_dim) + " must be a positive even number (rotary embedding)");
-  c.max_position_embeddings = f.integer("max_position_embeddings", d.max_position_embeddings);
-  c.rms_norm_eps = f.number("rms_norm_eps", c.model_type == "phi3" ? 1e-5 : 1e-6);
-
-  // Rotary: rope_theta + rope_scaling, or transformers v5's combined "rope_parameters".
-  if (f.has("rope_parameters")) {
-    const json& rp = f.raw("rope_parameters");
-    if (!rp.is_object()) f.type_error("rope_parameters", "an object", rp);
-    c.rope_theta = Fields(rp, context + ": rope_parameters").number("rope_theta", 10000.0);
-    c.rope_scaling = parse_rope_scaling(rp, context, "rope_parameters");
-  } else {
-    c.rope_theta = f.number("rope_theta", 10000.0);
-    c.rope_scaling = f.has("rope_scaling") ? parse_rope_scaling(f.raw("rope_scaling"), context, "rope_scaling") : std::nullopt;
-  }
-
+// What differs by family: biases, norms, activation, fused projections, soft-capping, sliding
+// windows, and the rope-scaling checks that need the model's sizes.
+void parse_family_features(const Fields& f, ModelConfig& c, const std::string& context) {
   const bool gemma = is_gemma(c.model_type);
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", gemma);
   if (c.model_type == "qwen2") {
@@ -358,6 +305,65 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& context) {
             s.rope_type + " needs original_max_position_embeddings (or max_position_embeddings) > 0");
     }
   }
+}
+
+}  // namespace
+
+ModelConfig ModelConfig::from_json(const json& j, const std::string& context) {
+  if (!j.is_object()) throw Error(context, std::string("expected a JSON object, got ") + j.type_name());
+  Fields f(j, context);
+  ModelConfig c;
+  f.require("model_type");
+  c.model_type = f.string("model_type", "");
+  if (c.model_type == "gemma3")
+    throw Error(context, "model_type \"gemma3\" is the multimodal Gemma 3 (Gemma3ForConditionalGeneration), which is not supported",
+                "use a text-only Gemma 3 checkpoint (model_type \"gemma3_text\", e.g. google/gemma-3-1b-it)");
+  const auto& types = supported_model_types();
+  if (std::find(types.begin(), types.end(), c.model_type) == types.end()) {
+    std::string near = nearest_name(c.model_type, types);
+    throw Error(context, "unsupported model_type \"" + c.model_type + "\"",
+                (near.empty() ? "" : "did you mean " + near + "? ") + "supported: " + join(types, ", "));
+  }
+  const TypeDefaults d = defaults_for(c.model_type);
+  c.name_or_path = f.string("_name_or_path", "");
+
+  c.vocab_size = f.positive("vocab_size");
+  c.hidden_size = f.positive("hidden_size");
+  c.intermediate_size = f.positive("intermediate_size");
+  c.num_hidden_layers = f.positive("num_hidden_layers");
+  c.num_attention_heads = f.positive("num_attention_heads");
+  c.num_key_value_heads = f.integer("num_key_value_heads", c.num_attention_heads);
+  check(c.num_key_value_heads > 0 && c.num_attention_heads % c.num_key_value_heads == 0, context,
+        "num_attention_heads " + std::to_string(c.num_attention_heads) + " is not a multiple of " +
+            "num_key_value_heads " + std::to_string(c.num_key_value_heads));
+  if (f.has("head_dim")) {
+    c.head_dim = f.integer("head_dim");
+  } else if (d.head_dim) {
+    c.head_dim = *d.head_dim;
+  } else {
+    check(c.hidden_size % c.num_attention_heads == 0, context,
+          "hidden_size " + std::to_string(c.hidden_size) + " is not a multiple of num_attention_heads " +
+              std::to_string(c.num_attention_heads),
+          "set head_dim explicitly");
+    c.head_dim = c.hidden_size / c.num_attention_heads;
+  }
+  check(c.head_dim > 0 && c.head_dim % 2 == 0 && c.head_dim <= 65536, context,
+        "head_dim " + std::to_string(c.head_dim) + " must be a positive even number (rotary embedding)");
+  c.max_position_embeddings = f.integer("max_position_embeddings", d.max_position_embeddings);
+  c.rms_norm_eps = f.number("rms_norm_eps", c.model_type == "phi3" ? 1e-5 : 1e-6);
+
+  // Rotary: rope_theta + rope_scaling, or transformers v5's combined "rope_parameters".
+  if (f.has("rope_parameters")) {
+    const json& rp = f.raw("rope_parameters");
+    if (!rp.is_object()) f.type_error("rope_parameters", "an object", rp);
+    c.rope_theta = Fields(rp, context + ": rope_parameters").number("rope_theta", 10000.0);
+    c.rope_scaling = parse_rope_scaling(rp, context, "rope_parameters");
+  } else {
+    c.rope_theta = f.number("rope_theta", 10000.0);
+    c.rope_scaling = f.has("rope_scaling") ? parse_rope_scaling(f.raw("rope_scaling"), context, "rope_scaling") : std::nullopt;
+  }
+
+  parse_family_features(f, c, context);
 
   auto bos = parse_token_ids(f, "bos_token_id", d.bos);
   check(bos.size() <= 1, context, "field \"bos_token_id\": expected one integer, got a list");

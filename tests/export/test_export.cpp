@@ -30,6 +30,7 @@
 #include "core/run/export.h"
 #include "core/run/policy.h"
 #include "core/run/tensorboard.h"
+#include "tests/common/cli_logits.h"
 #include "tests/common/run_cli.h"
 #include "../common/error_of.h"
 
@@ -43,29 +44,12 @@ const std::string kModel = std::string(GRPO_RESOURCES) + "/models/tiny-arith";
 const std::string kIds = "532,12,5,9,7,3,20,1";
 
 
-std::string last_json_line(const std::string& out) {
-  std::istringstream in(out);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty() && line[0] == '{') last = line;
-  return last;
-}
+using grpo::testing::last_json_line;
+using grpo::testing::max_abs_diff;
 
 // `grpo inspect logits --last` for the fixed ids.
 std::vector<float> logits(const std::string& model, const std::string& adapter = {}) {
-  QStringList args = {"inspect", "logits", "--model", QString::fromStdString(model), "--ids",
-                      QString::fromStdString(kIds), "--last"};
-  if (!adapter.empty()) args << "--adapter" << QString::fromStdString(adapter);
-  const auto r = run_cli(args);
-  if (r.code != 0) qFatal("grpo inspect logits failed: %s", r.out.c_str());
-  return json::parse(last_json_line(r.out))["logits"][0].get<std::vector<float>>();
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return 1e30;
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::abs(a[i] - b[i])));
-  return m;
+  return grpo::testing::cli_logits(model, kIds, adapter);
 }
 
 json read_json(const std::string& p) { return json::parse(grpo::read_file(p)); }

@@ -7,8 +7,6 @@
 // in tests/model/test_model.cpp (golden references); this test is about the whole path.
 #include <QtTest>
 
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -17,6 +15,7 @@
 #include "core/io/hf_config.h"
 #include "core/model/causal_lm.h"
 #include "core/model/weights.h"
+#include "tests/common/cli_logits.h"
 #include "tests/common/run_cli.h"
 
 using json = nlohmann::json;
@@ -26,28 +25,10 @@ namespace {
 const std::string kDemo = std::string(GRPO_RESOURCES) + "/models/tiny-arith";
 const std::string kIds = "532,12,5,9,7,3,20,1";
 
-std::string last_json_line(const std::string& out) {
-  std::istringstream in(out);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty() && line[0] == '{') last = line;
-  return last;
-}
+using grpo::testing::max_abs_diff;
 
 std::vector<float> cli_logits(const std::string& model, const std::string& adapter = {}) {
-  QStringList args = {"inspect", "logits", "--model", QString::fromStdString(model), "--ids",
-                      QString::fromStdString(kIds), "--last"};
-  if (!adapter.empty()) args << "--adapter" << QString::fromStdString(adapter);
-  const auto r = run_cli(args);
-  if (r.code != 0) qFatal("grpo inspect logits failed: %s", r.out.c_str());
-  return json::parse(last_json_line(r.out))["logits"][0].get<std::vector<float>>();
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return 1e30;
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, double(std::abs(a[i] - b[i])));
-  return m;
+  return grpo::testing::cli_logits(model, kIds, adapter);
 }
 
 // config.json of a tiny model of `family`, with the keys its transformers config class writes for
