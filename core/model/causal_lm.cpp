@@ -220,7 +220,8 @@ torch::Tensor CausalLMImpl::hidden_states(const torch::Tensor& input_ids, const 
   auto ids = input_ids.to(device(), torch::kInt64);
   const auto& c = config();
   auto p = prepare(ids, args, c, inv_freq_, inv_freq_local_, dtype());
-  auto h = model->embed_tokens(ids);  // (B, T, C)
+  auto h = adapter_enabled_ && saved_embed_.defined() ? torch::embedding(saved_embed_, ids)
+                                                      : model->embed_tokens(ids);  // (B, T, C)
   if (c.scale_embeddings) {
     // Gemma: times sqrt(hidden_size) rounded to the compute dtype, as transformers' normalizer.
     h = h * torch::scalar_tensor(std::sqrt(double(c.hidden_size)), torch::TensorOptions().dtype(h.scalar_type()))
@@ -249,7 +250,11 @@ torch::Tensor CausalLMImpl::hidden_states(const torch::Tensor& input_ids, const 
 torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
   const auto out_dtype = accumulate_dtype(dtype());  // fp32 (fp64 for a double model)
   torch::Tensor out;
-  if (lm_head) {
+  if (adapter_enabled_ && saved_lm_head_.defined()) {  // modules_to_save: the adapter's own head
+    auto sizes = hidden.sizes().vec();
+    sizes.back() = saved_lm_head_.size(0);
+    out = torch::mm(hidden.reshape({-1, hidden.size(-1)}), saved_lm_head_.t()).view(sizes).to(out_dtype);
+  } else if (lm_head) {
     out = lm_head(hidden).to(out_dtype);  // (..., V)
   } else {
     auto sizes = hidden.sizes().vec();
@@ -311,12 +316,40 @@ void CausalLMImpl::add_lora(const LoraConfig& cfg) {
                            : std::string("module names look like model.layers.0.self_attn.q_proj"));
   remove_lora();
   for (auto& [lin, t] : plan) lin->add_lora(t.r, t.scaling, cfg.lora_dropout);
+  saved_embed_ = saved_lm_head_ = torch::Tensor();
   lora_ = cfg;
   adapter_enabled_ = true;
   set_base_trainable(false);
 }
 
+void CausalLMImpl::set_saved_module(const std::string& module, const torch::Tensor& weight) {
+  check(lora_.has_value(), "modules_to_save", "no LoRA adapter attached to carry " + module);
+  check(module == "lm_head" || module == "model.embed_tokens", "modules_to_save",
+        "module " + module + " cannot be saved whole", "supported: lm_head, model.embed_tokens");
+  const auto& c = config();
+  const std::vector<int64_t> want = {c.vocab_size, c.hidden_size};
+  check(weight.sizes().vec() == want, "modules_to_save",
+        module + ".weight: shape " + std::to_string(weight.size(0)) + (weight.dim() > 1 ? "x" + std::to_string(weight.size(-1)) : "") +
+            ", expected " + std::to_string(want[0]) + "x" + std::to_string(want[1]));
+  auto w = weight.detach().to(device(), dtype()).clone();
+  (module == "lm_head" ? saved_lm_head_ : saved_embed_) = w;
+}
+
+torch::Tensor CausalLMImpl::saved_module(const std::string& module) const {
+  if (module == "lm_head") return saved_lm_head_;
+  if (module == "model.embed_tokens") return saved_embed_;
+  return {};
+}
+
+std::vector<std::string> CausalLMImpl::saved_modules() const {
+  std::vector<std::string> out;
+  if (saved_embed_.defined()) out.push_back("model.embed_tokens");
+  if (saved_lm_head_.defined()) out.push_back("lm_head");
+  return out;
+}
+
 void CausalLMImpl::remove_lora() {
+  saved_embed_ = saved_lm_head_ = torch::Tensor();
   if (!lora_) return;
   for (auto& [name, lin] : linear_layers()) lin->remove_lora();
   lora_.reset();

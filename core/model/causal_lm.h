@@ -110,6 +110,14 @@ public:
   void unmerge_adapter();  // undoes merge_adapter()
   bool adapter_merged() const;
   std::vector<torch::Tensor> lora_parameters() const;
+  // PEFT's modules_to_save: the attached adapter's whole copy of "lm_head" or "model.embed_tokens"
+  // (weight (vocab, hidden)), used instead of the base module while the adapter is enabled, as
+  // PEFT's ModulesToSaveWrapper does. A tied model keeps computing logits with the base
+  // embedding when only embed_tokens is saved (PEFT copies the module, not the tie). Cleared with
+  // the adapter. Throws grpo::Error for another module name, a wrong shape or no adapter.
+  void set_saved_module(const std::string& module, const torch::Tensor& weight);
+  torch::Tensor saved_module(const std::string& module) const;  // undefined when not saved
+  std::vector<std::string> saved_modules() const;               // in module order
   // "model.layers.0.self_attn.q_proj.lora_A.weight" -> tensor, in module order.
   torch::OrderedDict<std::string, torch::Tensor> named_lora_parameters() const;
   // Every projection (and an untied lm_head) by module path, e.g. "model.layers.0.mlp.up_proj".
@@ -142,6 +150,7 @@ private:
   torch::Tensor inv_freq_;        // (R/2) fp32 rope inverse frequencies
   torch::Tensor inv_freq_local_;  // gemma3_text's sliding layers (rope_local_base_freq)
   std::optional<LoraConfig> lora_;
+  torch::Tensor saved_embed_, saved_lm_head_;  // modules_to_save copies (V, C)
   bool adapter_enabled_ = true;
   bool gradient_checkpointing_ = false;
 };

@@ -156,11 +156,18 @@ int64_t LoraConfig::max_rank() const {
 }
 
 bool LoraConfig::plain() const {
-  if (target_regex || !rank_pattern.empty() || !alpha_pattern.empty() || !layers_to_transform.empty()) return false;
+  if (target_regex || !rank_pattern.empty() || !alpha_pattern.empty() || !layers_to_transform.empty() ||
+      !modules_to_save.empty())
+    return false;
   if (is_all_linear(target_modules)) return true;
   const auto& p = projection_names();
   return std::all_of(target_modules.begin(), target_modules.end(),
                      [&](const std::string& m) { return std::find(p.begin(), p.end(), m) != p.end(); });
+}
+
+bool LoraConfig::saves_module(const std::string& module_name) const {
+  return std::any_of(modules_to_save.begin(), modules_to_save.end(),
+                     [&](const std::string& m) { return !m.empty() && ends_with(module_name, m); });
 }
 
 bool LoraConfig::targets(const std::string& module) const {
@@ -282,6 +289,13 @@ void LoraConfig::validate(const std::string& context) const {
     check(v > 0, context, "alpha_pattern: '" + k + "' gives lora_alpha " + std::to_string(v) + ", not positive");
   }
   for (const auto& p : layers_pattern) regex_ok("layers_pattern '" + p + "'", p, layers_regex(p));
+  count_ok(modules_to_save.size(), "modules_to_save");
+  for (const auto& m : modules_to_save) {
+    // PEFT matches with key.endswith(name): only names that can end nothing but these two modules.
+    const bool ok = m == "lm_head" || m == "embed_tokens" || m == "model.embed_tokens";
+    check(ok, context, "modules_to_save: '" + m.substr(0, 200) + "' is not supported",
+          "supported: lm_head and embed_tokens (whole trained copies of the output head or the token embeddings)");
+  }
 }
 
 bool LoraConfig::operator==(const LoraConfig& o) const {
@@ -289,7 +303,8 @@ bool LoraConfig::operator==(const LoraConfig& o) const {
          target_modules == o.target_modules && target_regex == o.target_regex && use_rslora == o.use_rslora &&
          rank_pattern == o.rank_pattern && alpha_pattern == o.alpha_pattern &&
          layers_to_transform == o.layers_to_transform && layers_to_transform_int == o.layers_to_transform_int &&
-         layers_pattern == o.layers_pattern && layers_pattern_string == o.layers_pattern_string;
+         layers_pattern == o.layers_pattern && layers_pattern_string == o.layers_pattern_string &&
+         modules_to_save == o.modules_to_save;
 }
 
 }  // namespace grpo::model

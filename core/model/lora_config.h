@@ -1,6 +1,6 @@
 // LoraConfig: the LoRA hyperparameters we support, with PEFT's names and semantics (r,
 // lora_alpha, lora_dropout, target_modules, use_rslora, rank_pattern, alpha_pattern,
-// layers_to_transform, layers_pattern), and the per-module plan they give: which linear modules
+// layers_to_transform, layers_pattern, modules_to_save), and the per-module plan they give: which linear modules
 // of the model (Hugging Face module names, e.g. "model.layers.0.self_attn.q_proj") get an
 // adapter, with which rank and scaling. Parsing and writing adapter_config.json lives in
 // peft_io.h; what PEFT features are still refused is listed there.
@@ -47,6 +47,9 @@ struct LoraConfig {
   // layers_pattern_string: the file held one string (written back as one).
   std::vector<std::string> layers_pattern;
   bool layers_pattern_string = false;
+  // PEFT's modules_to_save: modules the adapter carries a whole trained copy of, each name matched
+  // as the end of a module name (PEFT's key.endswith). Supported: lm_head and embed_tokens.
+  std::vector<std::string> modules_to_save;
 
   // One adapted module: its rank, alpha and scaling (alpha / r, or alpha / sqrt(r) with rsLoRA).
   struct Target {
@@ -62,11 +65,15 @@ struct LoraConfig {
   // a regex cannot run (layers_pattern with a capture group of its own, match limit).
   std::optional<Target> target_for(const std::string& module_name) const;
 
+  // Whether modules_to_save names the module with this full Hugging Face name ("lm_head",
+  // "model.embed_tokens").
+  bool saves_module(const std::string& module_name) const;
+
   // Default scaling: lora_alpha / r (or / sqrt(r)).
   double scaling() const;
   // The largest rank any module may get (r and every rank_pattern value).
   int64_t max_rank() const;
-  // True without patterns, layer subsets or a regex: every targeted module has r and scaling(),
+  // True without patterns, layer subsets, a regex or modules_to_save: every targeted module has r and scaling(),
   // and targets()/resolved_targets() say which projections are adapted in every layer.
   bool plain() const;
   // True when the projection named `module` (e.g. "q_proj") is listed in target_modules (as a

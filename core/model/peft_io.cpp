@@ -63,7 +63,8 @@ nlohmann::ordered_json adapter_config_json(const LoraConfig& c, const std::strin
   j["lora_dropout"] = c.lora_dropout;
   j["megatron_config"] = nullptr;
   j["megatron_core"] = "megatron.core";
-  j["modules_to_save"] = nullptr;
+  j["modules_to_save"] = c.modules_to_save.empty() ? nlohmann::ordered_json(nullptr)
+                                                   : nlohmann::ordered_json(c.modules_to_save);
   j["peft_type"] = "LORA";
   j["r"] = c.r;
   j["rank_pattern"] = rank;
@@ -93,7 +94,6 @@ const std::vector<Refused>& refused_features() {
       {"use_dora", "DoRA's magnitude vectors are not implemented"},
       {"bias", "LoRA bias terms (bias other than \"none\") are not implemented"},
       {"lora_bias", "a bias on lora_B is not implemented"},
-      {"modules_to_save", "full copies of modules (a trained lm_head or embed_tokens) are not loaded yet"},
       {"layer_replication", "layer replication (stacking copies of base layers) is not implemented"},
       {"fan_in_fan_out", "transposed Conv1D-style weights do not occur in Llama/Qwen models"},
       {"target_parameters", "LoRA on bare parameters (e.g. MoE expert weights) is not implemented"},
@@ -109,7 +109,8 @@ std::string refused_summary() {
   std::string s = "refused: peft_type other than LORA, LoRA on embed_tokens/lm_head";
   for (const auto& f : refused_features()) s += "; " + std::string(f.key) + " (" + f.why + ")";
   return s + ". Supported: r, lora_alpha, lora_dropout, use_rslora, target_modules (list, \"all-linear\" or a "
-             "regex), rank_pattern, alpha_pattern, layers_to_transform, layers_pattern";
+             "regex), rank_pattern, alpha_pattern, layers_to_transform, layers_pattern, modules_to_save (lm_head, "
+             "embed_tokens)";
 }
 
 }  // namespace
@@ -237,6 +238,18 @@ LoraConfig lora_config_from_json(const nlohmann::ordered_json& j, const std::str
       bad("layers_pattern", "expected a string or a list of strings", *v);
     }
   }
+  if (auto v = get("modules_to_save"); v && !v->is_null()) {
+    bounded("modules_to_save", *v);
+    if (!v->is_array()) bad("modules_to_save", "expected a list of module names", *v);
+    for (const auto& x : *v) {
+      if (!x.is_string()) bad("modules_to_save", "expected a list of module names", *v);
+      const std::string m = x.get<std::string>();
+      if (m != "lm_head" && m != "embed_tokens" && m != "model.embed_tokens")
+        refuse("modules_to_save", x.dump().substr(0, 200),
+               "only whole copies of lm_head and embed_tokens are loaded (PEFT matches names as suffixes of module names)");
+      c.modules_to_save.push_back(m);
+    }
+  }
   // PEFT ignores layers_pattern without layers_to_transform (check_target_module_exists only
   // reads it to find the index); drop it so the plan and the written config agree.
   if (c.layers_to_transform.empty()) {
@@ -266,12 +279,14 @@ void save_adapter(const CausalLMImpl& model, const std::string& dir, const std::
   std::filesystem::create_directories(dir);
   std::vector<torch::Tensor> keep;
   std::vector<io::TensorView> views;
-  for (const auto& item : model.named_lora_parameters()) {
-    auto t = item.value().detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  auto add = [&](const std::string& name, const torch::Tensor& value) {
+    auto t = value.detach().to(torch::kCPU, torch::kFloat32).contiguous();
     keep.push_back(t);
-    views.push_back({kPeftKeyPrefix + item.key(), io::DType::F32, t.sizes().vec(), t.data_ptr(),
-                     uint64_t(t.numel() * t.element_size())});
-  }
+    views.push_back({name, io::DType::F32, t.sizes().vec(), t.data_ptr(), uint64_t(t.numel() * t.element_size())});
+  };
+  for (const auto& item : model.named_lora_parameters()) add(kPeftKeyPrefix + item.key(), item.value());
+  // modules_to_save, as PEFT names them: base_model.model.<module>.weight
+  for (const auto& module : model.saved_modules()) add(kPeftKeyPrefix + module + ".weight", model.saved_module(module));
   io::write_safetensors(path_join(dir, kAdapterWeightsName), views, {{"format", "pt"}});
   auto name = base.empty() ? model.config().name_or_path : base;
   write_file_atomic(path_join(dir, kAdapterConfigName), adapter_config_json(cfg, name, model.config().fused_qkv).dump(2) + "\n");
@@ -279,11 +294,26 @@ void save_adapter(const CausalLMImpl& model, const std::string& dir, const std::
 
 namespace {
 
-// Copies every LoRA tensor of `file` into the model's attached adapter (names and shapes checked).
+// The module a modules_to_save tensor key names ("lm_head", "model.embed_tokens"), or "".
+std::string saved_module_of(const std::string& key) {
+  for (const char* m : {"lm_head", "model.embed_tokens"})
+    if (key == kPeftKeyPrefix + std::string(m) + ".weight") return m;
+  return "";
+}
+
+// Copies every LoRA tensor of `file` into the model's attached adapter (names and shapes checked),
+// and the whole modules the adapter config's modules_to_save names.
 void copy_adapter_tensors(CausalLMImpl& model, const io::SafetensorsFile& file, const std::string& hint) {
   auto params = model.named_lora_parameters();
+  const auto& cfg = model.lora_config();
   std::set<std::string> expected;
   for (const auto& item : params) expected.insert(kPeftKeyPrefix + item.key());
+  for (const char* m : {"model.embed_tokens", "lm_head"})
+    if (cfg.saves_module(m)) {
+      const std::string key = kPeftKeyPrefix + std::string(m) + ".weight";
+      check(file.find(key) != nullptr, file.path(), "missing tensor " + key + " (modules_to_save names " + m + ")", hint);
+      expected.insert(key);
+    }
   for (const auto& info : file.tensors())
     if (!expected.count(info.name)) {
       std::vector<std::string> names(expected.begin(), expected.end());
@@ -292,6 +322,14 @@ void copy_adapter_tensors(CausalLMImpl& model, const io::SafetensorsFile& file, 
                   near.empty() ? hint : hint + " (closest expected name: " + near + ")");
     }
   torch::NoGradGuard no_grad;
+  for (const auto& info : file.tensors())
+    if (auto m = saved_module_of(info.name); !m.empty()) {
+      try {
+        model.set_saved_module(m, read_tensor(file, info));
+      } catch (const Error& e) {
+        throw e.within(file.path());
+      }
+    }
   for (auto& item : params) {
     const auto name = kPeftKeyPrefix + item.key();
     const auto* info = file.find(name);
@@ -316,9 +354,11 @@ void load_adapter(CausalLMImpl& model, const std::string& dir) {
     const auto& n = info.name;
     check(n.find("lora_embedding_") == std::string::npos, file.path(),
           "tensor " + n + ": LoRA on embeddings is not supported");
-    check(starts_with(n, kPeftKeyPrefix) && (ends_with(n, ".lora_A.weight") || ends_with(n, ".lora_B.weight")),
+    const auto saved = saved_module_of(n);
+    check(starts_with(n, kPeftKeyPrefix) &&
+              (ends_with(n, ".lora_A.weight") || ends_with(n, ".lora_B.weight") || (!saved.empty() && cfg.saves_module(saved))),
           file.path(), "unexpected tensor " + n,
-          "only lora_A/lora_B weights are supported (no biases, DoRA magnitudes or modules_to_save)");
+          "only lora_A/lora_B weights and the modules modules_to_save names are supported (no biases or DoRA magnitudes)");
   }
   try {
     model.add_lora(cfg);  // the plan: target_for on every module name
@@ -348,6 +388,8 @@ void load_adapter_weights(CausalLMImpl& model, const std::string& dir) {
           "module " + name + ": " + describe(theirs) + " here, " + describe(ours) + " in the attached adapter",
           "was this checkpoint written by another run?");
   }
+  check(cfg.modules_to_save == mine.modules_to_save, path_join(dir, kAdapterConfigName),
+        "modules_to_save differs from the attached adapter's", "was this checkpoint written by another run?");
   auto file = io::SafetensorsFile::open(path_join(dir, kAdapterWeightsName));
   copy_adapter_tensors(model, file, "adapter trained for another base model?");
 }

@@ -146,11 +146,30 @@ std::vector<std::string> export_peft(const Source& src, const std::string& out, 
   Staged staged;
   std::set<std::string> modules;  // full module names, e.g. model.layers.0.self_attn.q_proj
   int64_t layers_seen = 0;
+  std::set<std::string> saved;  // modules_to_save tensors present
   for (const auto& name : file.names()) {
     const auto& info = file.at(name);
+    // modules_to_save: a whole lm_head / embed_tokens, (vocab, hidden), as PEFT names it.
+    bool whole = false;
+    for (const char* mod : {"lm_head", "model.embed_tokens"})
+      if (name == model::kPeftKeyPrefix + std::string(mod) + ".weight" && lora.saves_module(mod)) {
+        if (base) {
+          const std::vector<int64_t> want = {base->vocab_size, base->hidden_size};
+          check(info.shape == want, file.path(),
+                "tensor " + name + ": shape " + io::format_shape(info.shape) + ", expected " + io::format_shape(want),
+                "adapter trained for another base model?");
+        }
+        saved.insert(mod);
+        whole = true;
+      }
+    if (whole) {
+      staged.add(name, model::read_tensor(file, info).to(dt));
+      continue;
+    }
     std::smatch m;
     check(std::regex_match(name, m, peft_key_pattern()), file.path(), "tensor " + name + " is not a PEFT LoRA key",
-          "expected base_model.model.model.layers.<L>.<self_attn|mlp>.<proj>.lora_<A|B>.weight");
+          "expected base_model.model.model.layers.<L>.<self_attn|mlp>.<proj>.lora_<A|B>.weight" +
+              std::string(lora.modules_to_save.empty() ? "" : ", or the whole lm_head / embed_tokens modules_to_save names"));
     const std::string module = m[2].str();
     const std::string full = "model.layers." + m[1].str() + "." + module;
     modules.insert(full);
@@ -184,6 +203,8 @@ std::vector<std::string> export_peft(const Source& src, const std::string& out, 
                                (p == "gate_proj" || p == "up_proj" || p == "down_proj" || p == "gate_up_proj" ? "mlp." : "self_attn.") + p;
       if (lora.target_for(full) && !modules.count(full)) missing.push_back(full);
     }
+  for (const char* mod : {"model.embed_tokens", "lm_head"})
+    if (lora.saves_module(mod) && !saved.count(mod)) missing.push_back(mod + std::string(" (modules_to_save)"));
   check(missing.empty(), file.path(),
         "adapter_config.json adapts " + (missing.empty() ? std::string() : missing[0]) +
             (missing.size() > 1 ? " (and " + std::to_string(missing.size() - 1) + " more)" : std::string()) +
@@ -206,13 +227,28 @@ std::vector<std::string> export_merged(const Source& src, const std::string& out
 
   // Shards in parameter order, each closed before it would pass max_shard_bytes (a tensor larger
   // than the limit gets a shard of its own), as transformers' save_pretrained splits them.
-  std::vector<Staged> shards(1);
+  // modules_to_save replace their base modules. A tied base whose adapter saved either one comes
+  // out untied (PEFT's copy does not follow the tie): its own lm_head.weight, tie_word_embeddings false.
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
   for (const auto& item : model->named_base_parameters()) {
-    auto t = item.value().detach().to(torch::kCPU, dt);
+    auto t = item.value();
+    if (item.key() == "model.embed_tokens.weight" && model->saved_module("model.embed_tokens").defined())
+      t = model->saved_module("model.embed_tokens");
+    if (item.key() == "lm_head.weight" && model->saved_module("lm_head").defined()) t = model->saved_module("lm_head");
+    tensors.emplace_back(item.key(), t);
+  }
+  const bool untie = model->tied() && !model->saved_modules().empty();
+  if (untie) {
+    auto head = model->saved_module("lm_head");
+    tensors.emplace_back("lm_head.weight", head.defined() ? head : model->model->embed_tokens->weight);
+  }
+  std::vector<Staged> shards(1);
+  for (const auto& item : tensors) {
+    auto t = item.second.detach().to(torch::kCPU, dt);
     const uint64_t n = static_cast<uint64_t>(t.numel() * t.element_size());
     if (!shards.back().views.empty() && shards.back().bytes + n > static_cast<uint64_t>(max_shard_bytes))
       shards.emplace_back();
-    shards.back().add(item.key(), t);
+    shards.back().add(item.first, t);
   }
   std::vector<std::string> files;
   if (shards.size() == 1) {
@@ -237,6 +273,7 @@ std::vector<std::string> export_merged(const Source& src, const std::string& out
   // config.json: the base's own file (every key it had), with the dtype of the written tensors.
   json cfg = read_json(path_join(base_dir, "config.json"));
   cfg["torch_dtype"] = model::hf_dtype_name(dt);
+  if (untie) cfg["tie_word_embeddings"] = false;
   write_file_atomic(path_join(out, "config.json"), cfg.dump(2) + "\n");
   files.push_back("config.json");
   for (const char* f : {"generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
@@ -330,8 +367,19 @@ ExportResult export_run(const ExportOptions& o) {
     result.files = o.merged ? export_merged(src, tmp, base_dir, dt, o.max_shard_bytes)
                             : export_peft(src, tmp, base_dir, base_name, dt);
     if (!o.merged) {
-      const auto problems = vllm_adapter_problems(tmp);
+      // An adapter that carries whole modules (modules_to_save) is PEFT's to load, not vLLM's:
+      // exported with a warning. Anything else vLLM would refuse stops the export.
+      const bool saves_modules = !model::read_adapter_config(tmp).modules_to_save.empty();
+      std::vector<std::string> problems, warnings;
+      for (const auto& p : vllm_adapter_problems(tmp)) {
+        const bool from_saved = p == "modules_to_save is set" || p.find("base_model.model.lm_head.weight") != std::string::npos ||
+                                p.find("base_model.model.model.embed_tokens.weight") != std::string::npos;
+        (saves_modules && from_saved ? warnings : problems).push_back(p);
+      }
       check(problems.empty(), src.dir, "the exported adapter would be refused by vLLM: " + join(problems, "; "));
+      if (!warnings.empty())
+        log_warn(src.dir + ": exported for PEFT; vLLM will refuse this adapter (" + join(warnings, "; ") +
+                 "): use the merged export (--merged) to serve it with vLLM");
     }
     ModelCardInput card;
     card.merged = o.merged;

@@ -25,6 +25,7 @@ private Q_SLOTS:
   void peftExportKeepsThePlan();
   void mergedExportGivesPeftLogits();
   void initAdapterRefusesPatterns();
+  void modulesToSaveExportAndMerge();
 };
 
 namespace fs = std::filesystem;
@@ -146,6 +147,51 @@ void TestExportPatterns::initAdapterRefusesPatterns() {
     QVERIFY2(std::string(e.what()).find("cannot be carried by a run's config yet") != std::string::npos, e.what());
   }
   QVERIFY(!p.model->has_lora());
+}
+
+// The golden adapter plus a trained lm_head (modules_to_save) on the tied golden base: the PEFT
+// export keeps the whole module, and the merged model comes out untied with that head, giving
+// the same logits as base + adapter.
+void TestExportPatterns::modulesToSaveExportAndMerge() {
+  QTemporaryDir tmp;
+  const std::string root = tmp.path().toStdString();
+  auto run = make_run(root, ojson::parse(R"({"modules_to_save": ["lm_head"]})"));
+  auto base = model::from_pretrained(golden("qwen2-tied-bf16"), torch::kFloat32, torch::kCPU);
+  torch::manual_seed(5);
+  auto head = (base->model->embed_tokens->weight.detach() + torch::randn({300, 64}) * 0.3).contiguous();
+  {  // append the whole module to the adapter's tensors, under PEFT's name
+    auto f = io::SafetensorsFile::open(run + "/adapter/adapter_model.safetensors");
+    std::vector<torch::Tensor> keep;
+    std::vector<io::TensorView> views;
+    for (const auto& t : f.tensors()) views.push_back({t.name, t.dtype, t.shape, f.data(t), t.nbytes()});
+    views.push_back({"base_model.model.lm_head.weight", io::DType::F32, {300, 64}, head.data_ptr(), uint64_t(head.nbytes())});
+    io::write_safetensors(root + "/tensors.safetensors", views, {{"format", "pt"}});
+  }
+  fs::rename(root + "/tensors.safetensors", run + "/adapter/adapter_model.safetensors");
+
+  auto with_adapter = model::from_pretrained(golden("qwen2-tied-bf16"), torch::kFloat32, torch::kCPU);
+  model::load_adapter(*with_adapter, run + "/adapter");
+  with_adapter->eval();
+  auto [ids, ref] = reference();
+  torch::NoGradGuard g;
+  const auto want = with_adapter->forward(ids)[0];
+  QVERIFY((want - ref).abs().max().item<double>() > 0.1);  // the saved head changes PEFT's LoRA-only logits
+
+  const std::string peft = root + "/peft";
+  run::export_run(options(run, peft, false));
+  auto f = io::SafetensorsFile::open(peft + "/adapter_model.safetensors");
+  QVERIFY(f.find("base_model.model.lm_head.weight") != nullptr);
+  QCOMPARE(nlohmann::json::parse(read_file(peft + "/adapter_config.json"))["modules_to_save"], nlohmann::json({"lm_head"}));
+
+  const std::string merged = root + "/merged";
+  run::export_run(options(run, merged, true));
+  QCOMPARE(nlohmann::json::parse(read_file(merged + "/config.json"))["tie_word_embeddings"], nlohmann::json(false));
+  auto m = model::from_pretrained(merged, torch::kFloat32, torch::kCPU);
+  m->eval();
+  QVERIFY(!m->tied());
+  const double d = (m->forward(ids)[0] - want).abs().max().item<double>();
+  qInfo("merged export with modules_to_save lm_head: max|diff| to base + adapter %.3g", d);
+  QVERIFY(d <= 1e-4);
 }
 
 QTEST_GUILESS_MAIN(TestExportPatterns)

@@ -408,12 +408,111 @@ private Q_SLOTS:
     expect_load_error(m, dir, {"missing tensor base_model.model.model.layers.1.mlp.up_proj.lora_B.weight"});
   }
 
+  // PEFT's modules_to_save (ModulesToSaveWrapper): while the adapter is enabled the model uses the
+  // adapter's whole copy of lm_head / embed_tokens, disabled the base's. On disk as PEFT's
+  // get_peft_model_state_dict writes them: base_model.model.<module>.weight (it drops
+  // "modules_to_save.default"). A copy of a tied embedding does not carry the tie: with only
+  // embed_tokens saved, the logits still come from the base embedding.
+  void modulesToSaveReplaceTheirModules_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QStringList>("saved");
+    QTest::newRow("untied, lm_head + embed_tokens") << "llama-untied-f32" << QStringList{"lm_head", "embed_tokens"};
+    QTest::newRow("tied, embed_tokens") << "qwen2-tied-bf16" << QStringList{"embed_tokens"};
+    QTest::newRow("tied, lm_head") << "qwen2-tied-bf16" << QStringList{"lm_head"};
+  }
+  void modulesToSaveReplaceTheirModules() {
+    QFETCH(QString, model);
+    QFETCH(QStringList, saved);
+    const std::string dir_model = golden_model(model.toStdString());
+    auto ids = load_reference(dir_model).input_ids;
+    torch::NoGradGuard g;
+    auto base = from_pretrained(dir_model);
+    base->eval();
+    const auto base_logits = base->forward(ids);
+    const auto E = base->model->embed_tokens->weight.detach().clone();
+    const auto head = (base->tied() ? E : base->lm_head->weight.detach()).clone() + torch::randn_like(E) * 0.2;
+    const auto embed = E + torch::randn_like(E) * 0.2;
+    const bool save_head = saved.contains("lm_head"), save_embed = saved.contains("embed_tokens");
+
+    LoraConfig lc;
+    lc.r = 4;
+    lc.lora_alpha = 8;
+    lc.target_modules = {"q_proj", "v_proj"};
+    for (const auto& s : saved) lc.modules_to_save.push_back(s.toStdString());
+    auto writer = from_pretrained(dir_model);
+    writer->add_lora(lc);
+    randomize_lora(writer, 0.3);
+    if (save_head) writer->set_saved_module("lm_head", head);
+    if (save_embed) writer->set_saved_module("model.embed_tokens", embed);
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString();
+    save_adapter(*writer, dir);
+    auto file = io::SafetensorsFile::open(dir + "/adapter_model.safetensors");
+    QCOMPARE(file.find("base_model.model.lm_head.weight") != nullptr, save_head);
+    QCOMPARE(file.find("base_model.model.model.embed_tokens.weight") != nullptr, save_embed);
+    const auto written = nlohmann::json::parse(read_file(dir + "/adapter_config.json"));
+    QCOMPARE(written["modules_to_save"].size(), size_t(saved.size()));
+
+    auto m = from_pretrained(dir_model);
+    load_adapter(*m, dir);
+    m->eval();
+    QCOMPARE(m->saved_modules().size(), size_t(saved.size()));
+    const auto got = m->forward(ids);
+
+    // Expected, by hand: the LoRA model on the saved embedding, then the saved head, or the base
+    // head (the base embedding itself for a tied model).
+    auto ref = from_pretrained(dir_model);
+    LoraConfig plain = lc;
+    plain.modules_to_save.clear();
+    ref->add_lora(plain);
+    auto mine = ref->named_lora_parameters();
+    for (const auto& item : writer->named_lora_parameters()) mine[item.key()].copy_(item.value());
+    ref->eval();
+    if (save_embed) ref->model->embed_tokens->weight.copy_(embed);
+    const auto hidden = ref->hidden_states(ids)[0];  // (T, C)
+    const auto W = save_head ? head : (ref->tied() ? E : ref->lm_head->weight.detach());
+    const auto want = torch::mm(hidden, W.t());
+    const double d = max_abs_diff(got[0], want);
+    QVERIFY2(d < 1e-4, qPrintable(QString::number(d)));
+    QVERIFY(max_abs_diff(got, base_logits) > 1e-2);  // the adapter does change them
+
+    m->set_adapter_enabled(false);
+    QVERIFY(max_abs_diff(m->forward(ids), base_logits) == 0.0);
+    m->set_adapter_enabled(true);
+    m->remove_lora();
+    QVERIFY(m->saved_modules().empty());
+  }
+
+  void modulesToSaveErrors() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString();
+    auto m = from_pretrained(golden_model(kBase));
+    // Listed but absent from the file.
+    contents_of_golden_adapter_with(dir, "modules_to_save", nlohmann::json::array({"lm_head"}));
+    expect_load_error(m, dir, {"adapter_model.safetensors", "missing tensor base_model.model.lm_head.weight", "modules_to_save"});
+    QVERIFY(!m->has_lora());  // a failed load leaves the model as it was
+    // In the file but not listed, and a wrong shape.
+    contents_of_golden_adapter_with(dir, "modules_to_save", nullptr);
+    auto f = io::SafetensorsFile::open(golden_model(kAdapter) + "/adapter_model.safetensors");
+    std::vector<io::TensorView> views;
+    for (const auto& t : f.tensors()) views.push_back({t.name, t.dtype, t.shape, f.data(t), t.nbytes()});
+    std::vector<float> small(10 * 64, 0.5f);
+    views.push_back({"base_model.model.lm_head.weight", io::DType::F32, {10, 64}, small.data(), small.size() * 4});
+    io::write_safetensors(dir + "/adapter_model.safetensors", views, {{"format", "pt"}});
+    expect_load_error(m, dir, {"unexpected tensor base_model.model.lm_head.weight"});
+    auto j = nlohmann::json::parse(read_file(dir + "/adapter_config.json"));
+    j["modules_to_save"] = {"lm_head"};
+    write_file_atomic(dir + "/adapter_config.json", j.dump(2));
+    expect_load_error(m, dir, {"lm_head.weight: shape 10x64, expected 300x64"});
+    QVERIFY(!m->has_lora());
+  }
+
   void unsupportedAdapterFeaturesAreClearErrors_data() {
     QTest::addColumn<QString>("key");
     QTest::addColumn<QString>("value");
     QTest::newRow("dora") << "use_dora" << "true";
     QTest::newRow("bias") << "bias" << "\"all\"";
-    QTest::newRow("modules_to_save") << "modules_to_save" << "[\"lm_head\"]";
+    QTest::newRow("modules_to_save of another module") << "modules_to_save" << "[\"score\"]";
     QTest::newRow("embedding target") << "target_modules" << "[\"q_proj\",\"embed_tokens\"]";
     QTest::newRow("layer_replication") << "layer_replication" << "[[0, 1]]";  // patterns: test_peft_patterns
     QTest::newRow("unknown module") << "target_modules" << "[\"attn_proj\"]";

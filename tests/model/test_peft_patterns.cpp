@@ -335,7 +335,7 @@ void TestPeftPatterns::refusedFeatures_data() {
   QTest::newRow("use_dora") << "use_dora" << "true" << "DoRA's magnitude vectors are not implemented";
   QTest::newRow("bias") << "bias" << "\"all\"" << "LoRA bias terms";
   QTest::newRow("lora_bias") << "lora_bias" << "true" << "a bias on lora_B";
-  QTest::newRow("modules_to_save") << "modules_to_save" << "[\"lm_head\"]" << "full copies of modules";
+  QTest::newRow("modules_to_save") << "modules_to_save" << "[\"score\"]" << "only whole copies of lm_head and embed_tokens";
   QTest::newRow("layer_replication") << "layer_replication" << "[[0, 1]]" << "layer replication";
   QTest::newRow("fan_in_fan_out") << "fan_in_fan_out" << "true" << "Conv1D";
   QTest::newRow("target_parameters") << "target_parameters" << "[\"experts.w\"]" << "bare parameters";
