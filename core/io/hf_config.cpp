@@ -5,6 +5,7 @@
 #include "core/io/hf_config.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/common/error.h"
 #include "core/common/files.h"
@@ -22,7 +23,8 @@ const std::vector<std::string>& supported_model_types() {
 
 namespace {
 
-const char* kTransformersVersion = "4.51.3";  // the oldest release with every supported model type
+const char* kTransformersVersion = "4.51.3";
+constexpr int64_t kMaxLayers = 100000;  // real models have at most a few hundred  // the oldest release with every supported model type
 
 // Typed field access: every error names the field and the expected type; `ctx` names the file.
 class Fields {
@@ -273,7 +275,11 @@ void parse_family_features(const Fields& f, ModelConfig& c, const std::string& c
     // Gemma3Attention keeps attn_logit_softcapping but never applies it (transformers 4.50-4.57).
     if (c.model_type == "gemma3_text") c.attn_logit_softcapping.reset();
   }
-  if (c.model_type == "gemma3_text") c.rope_local_base_freq = f.number("rope_local_base_freq", 10000.0);
+  if (c.model_type == "gemma3_text") {
+    c.rope_local_base_freq = f.number("rope_local_base_freq", 10000.0);
+    check(*c.rope_local_base_freq > 1.0 && std::isfinite(*c.rope_local_base_freq), context,
+          "field \"rope_local_base_freq\" must be a finite number above 1");
+  }
 
   // Sliding windows: Mistral and Phi-3 slide every layer when sliding_window is set; Gemma 2/3
   // alternate (gemma2 default 4096). Qwen2's use_sliding_window is not supported.
@@ -331,6 +337,10 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& context) {
   c.hidden_size = f.positive("hidden_size");
   c.intermediate_size = f.positive("intermediate_size");
   c.num_hidden_layers = f.positive("num_hidden_layers");
+  // Per-layer tables (sliding_layers, layer_types) are sized from it: bound it before allocating.
+  check(c.num_hidden_layers <= kMaxLayers, context,
+        "field \"num_hidden_layers\": " + std::to_string(c.num_hidden_layers) + " is more than the " +
+            std::to_string(kMaxLayers) + " we accept");
   c.num_attention_heads = f.positive("num_attention_heads");
   c.num_key_value_heads = f.integer("num_key_value_heads", c.num_attention_heads);
   check(c.num_key_value_heads > 0 && c.num_attention_heads % c.num_key_value_heads == 0, context,
@@ -362,6 +372,8 @@ ModelConfig ModelConfig::from_json(const json& j, const std::string& context) {
     c.rope_theta = f.number("rope_theta", 10000.0);
     c.rope_scaling = f.has("rope_scaling") ? parse_rope_scaling(f.raw("rope_scaling"), context, "rope_scaling") : std::nullopt;
   }
+  check(c.rope_theta > 1.0 && std::isfinite(c.rope_theta), context,
+        "field \"rope_theta\": " + std::to_string(c.rope_theta) + " must be a finite number above 1");
 
   parse_family_features(f, c, context);
 

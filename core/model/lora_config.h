@@ -14,7 +14,8 @@
 
 namespace grpo::model {
 
-// The seven linear projections of a Llama/Qwen decoder layer, in module order.
+// The linear projections of a decoder layer: the seven separate ones (Llama, Mistral, Qwen, Gemma),
+// then Phi-3's fused qkv_proj and gate_up_proj.
 const std::vector<std::string>& projection_names();
 // Whether a family has the projection: fused (Phi-3: qkv_proj, o_proj, gate_up_proj, down_proj)
 // or not (the seven separate ones).

@@ -95,7 +95,7 @@ const std::vector<Refused>& refused_features() {
       {"bias", "LoRA bias terms (bias other than \"none\") are not implemented"},
       {"lora_bias", "a bias on lora_B is not implemented"},
       {"layer_replication", "layer replication (stacking copies of base layers) is not implemented"},
-      {"fan_in_fan_out", "transposed Conv1D-style weights do not occur in Llama/Qwen models"},
+      {"fan_in_fan_out", "transposed Conv1D-style weights (GPT-2) do not occur in the supported models"},
       {"target_parameters", "LoRA on bare parameters (e.g. MoE expert weights) is not implemented"},
       {"trainable_token_indices", "trainable token embeddings are not implemented"},
       {"exclude_modules", "exclude_modules is not implemented yet"},

@@ -234,6 +234,15 @@ private Q_SLOTS:
     j["partial_rotary_factor"] = 1.5;
     CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "partial_rotary_factor", "(0, 1]");
 
+    // Sizes from outside are bounded before anything is allocated from them.
+    j = base;
+    j["model_type"] = "mistral";
+    j["num_hidden_layers"] = int64_t(1) << 40;
+    CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "num_hidden_layers", "more than the 100000");
+    j = base;
+    j["rope_theta"] = 0.0;
+    CHECK_ERROR(error_of([&] { ModelConfig::from_json(j, "config.json"); }), "rope_theta", "finite number above 1");
+
     j = base;
     j["model_type"] = "gemma";
     j["hidden_activation"] = "relu";
