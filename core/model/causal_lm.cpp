@@ -185,8 +185,9 @@ Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const io::Model
   auto q_idx = torch::arange(L, L + T, i64);                             // (T)
   auto k_idx = torch::arange(L + T, i64);                                // (S)
   auto blocked = (k_idx.unsqueeze(0) > q_idx.unsqueeze(1)).unsqueeze(0);  // (1, T, S)
+  torch::Tensor key_valid;  // (B, S): cached slots, then this call's
   if (!causal_only) {
-    auto key_valid = L > 0 ? torch::cat({cache->valid().to(dev), p.new_valid}, 1) : p.new_valid;  // (B, S)
+    key_valid = L > 0 ? torch::cat({cache->valid().to(dev), p.new_valid}, 1) : p.new_valid;
     blocked = blocked | key_valid.logical_not().unsqueeze(1);  // (B, T, S)
     if (a.seq_ids.defined()) {
       auto s = a.seq_ids.to(dev);                                      // (B, T)
@@ -201,9 +202,8 @@ Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const io::Model
   if (c.sliding_window && std::find(c.sliding_layers.begin(), c.sliding_layers.end(), true) != c.sliding_layers.end()) {
     const int64_t W = *c.sliding_window;
     if (L + T > W) {
-      torch::Tensor k_pos;  // (B, S)
-      if (L == 0) k_pos = pos;
-      else k_pos = torch::cat({cache->valid().to(dev), p.new_valid}, 1).to(torch::kInt64).cumsum(1) - 1;
+      // (B, S): a cache implies !causal_only, so key_valid is set whenever L > 0.
+      auto k_pos = L == 0 ? pos : key_valid.to(torch::kInt64).cumsum(1) - 1;
       auto far = (pos.unsqueeze(2) - k_pos.unsqueeze(1)) >= W;  // (B, T, S)
       p.mask_sliding = make_mask(blocked | far, false, dtype);
     } else {
@@ -249,18 +249,18 @@ torch::Tensor CausalLMImpl::hidden_states(const torch::Tensor& input_ids, const 
 
 torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
   const auto out_dtype = accumulate_dtype(dtype());  // fp32 (fp64 for a double model)
+  // The head's weight (V, C) when it is a plain matrix: the adapter's own copy (modules_to_save)
+  // while the adapter is on, else the tied embedding; an untied lm_head is a LoraLinear.
+  const torch::Tensor* W = adapter_enabled_ && saved_lm_head_.defined() ? &saved_lm_head_
+                           : lm_head                                    ? nullptr
+                                                                        : &model->embed_tokens->weight;
   torch::Tensor out;
-  if (adapter_enabled_ && saved_lm_head_.defined()) {  // modules_to_save: the adapter's own head
+  if (W) {
     auto sizes = hidden.sizes().vec();
-    sizes.back() = saved_lm_head_.size(0);
-    out = torch::mm(hidden.reshape({-1, hidden.size(-1)}), saved_lm_head_.t()).view(sizes).to(out_dtype);
-  } else if (lm_head) {
-    out = lm_head(hidden).to(out_dtype);  // (..., V)
+    sizes.back() = W->size(0);
+    out = torch::mm(hidden.reshape({-1, hidden.size(-1)}), W->t()).view(sizes).to(out_dtype);  // (..., V)
   } else {
-    auto sizes = hidden.sizes().vec();
-    const auto& W = model->embed_tokens->weight;  // (V, C)
-    sizes.back() = W.size(0);
-    out = torch::mm(hidden.reshape({-1, hidden.size(-1)}), W.t()).view(sizes).to(out_dtype);
+    out = lm_head(hidden).to(out_dtype);  // (..., V)
   }
   if (const auto& cap = config().final_logit_softcapping) out = torch::tanh(out / *cap) * *cap;  // Gemma 2
   return out;
@@ -324,8 +324,9 @@ void CausalLMImpl::add_lora(const LoraConfig& cfg) {
 
 void CausalLMImpl::set_saved_module(const std::string& module, const torch::Tensor& weight) {
   check(lora_.has_value(), "modules_to_save", "no LoRA adapter attached to carry " + module);
-  check(module == "lm_head" || module == "model.embed_tokens", "modules_to_save",
-        "module " + module + " cannot be saved whole", "supported: lm_head, model.embed_tokens");
+  const auto& saveable = saveable_modules();
+  check(std::find(saveable.begin(), saveable.end(), module) != saveable.end(), "modules_to_save",
+        "module " + module + " cannot be saved whole", "supported: " + join(saveable, ", "));
   const auto& c = config();
   const std::vector<int64_t> want = {c.vocab_size, c.hidden_size};
   check(weight.sizes().vec() == want, "modules_to_save",

@@ -44,6 +44,15 @@ const std::vector<std::string>& projection_names() {
   return names;
 }
 
+const std::vector<std::string>& saveable_modules() {
+  static const std::vector<std::string> names = {"model.embed_tokens", "lm_head"};
+  return names;
+}
+
+bool supported_module_to_save(const std::string& entry) {
+  return entry == "lm_head" || entry == "embed_tokens" || entry == "model.embed_tokens";
+}
+
 bool family_has_projection(const std::string& name, bool fused) {
   if (name == "o_proj" || name == "down_proj") return true;
   const bool fused_name = name == "qkv_proj" || name == "gate_up_proj";
@@ -291,9 +300,7 @@ void LoraConfig::validate(const std::string& context) const {
   for (const auto& p : layers_pattern) regex_ok("layers_pattern '" + p + "'", p, layers_regex(p));
   count_ok(modules_to_save.size(), "modules_to_save");
   for (const auto& m : modules_to_save) {
-    // PEFT matches with key.endswith(name): only names that can end nothing but these two modules.
-    const bool ok = m == "lm_head" || m == "embed_tokens" || m == "model.embed_tokens";
-    check(ok, context, "modules_to_save: '" + m.substr(0, 200) + "' is not supported",
+    check(supported_module_to_save(m), context, "modules_to_save: '" + m.substr(0, 200) + "' is not supported",
           "supported: lm_head and embed_tokens (whole trained copies of the output head or the token embeddings)");
   }
 }

@@ -21,6 +21,13 @@ const std::vector<std::string>& projection_names();
 // or not (the seven separate ones).
 bool family_has_projection(const std::string& name, bool fused);
 
+// The modules a PEFT modules_to_save copy may replace, by full Hugging Face name, in module order.
+const std::vector<std::string>& saveable_modules();
+// Whether a modules_to_save entry is one we support: PEFT matches it as the end of a module name,
+// so only names that end nothing but the saveable modules ("lm_head", "embed_tokens",
+// "model.embed_tokens").
+bool supported_module_to_save(const std::string& entry);
+
 // Bounds on what an adapter_config.json may ask for (it is untrusted input): the length of one
 // regex and the number of entries of each list or pattern object.
 inline constexpr size_t kMaxLoraPatternLength = 4096;

@@ -6,7 +6,10 @@
 namespace grpo::model {
 
 MLPImpl::MLPImpl(const io::ModelConfig& c, torch::Dtype dtype, torch::Device device)
-    : intermediate_(c.intermediate_size), act_(c.hidden_act) {
+    : intermediate_(c.intermediate_size),
+      act_(c.hidden_act == "gelu_pytorch_tanh" ? Activation::GeluTanh
+           : c.hidden_act == "gelu"            ? Activation::Gelu
+                                               : Activation::Silu) {
   auto lin = [&](int64_t in, int64_t out) {
     return LoraLinear(LoraLinearOptions(in, out).bias(c.mlp_bias).dtype(dtype).device(device));
   };
@@ -21,8 +24,11 @@ MLPImpl::MLPImpl(const io::ModelConfig& c, torch::Dtype dtype, torch::Device dev
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
   auto act = [&](const torch::Tensor& g) {
-    if (act_ == "gelu_pytorch_tanh") return torch::gelu(g, "tanh");
-    if (act_ == "gelu") return torch::gelu(g);
+    switch (act_) {
+      case Activation::GeluTanh: return torch::gelu(g, "tanh");
+      case Activation::Gelu: return torch::gelu(g);
+      case Activation::Silu: break;
+    }
     return torch::silu(g);
   };
   if (!gate_up_proj.is_empty()) {

@@ -3,8 +3,6 @@
 // (gate rows first).
 #pragma once
 
-#include <string>
-
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
@@ -20,9 +18,11 @@ public:
   torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
   LoraLinear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
   LoraLinear gate_up_proj{nullptr};  // phi3 instead of gate_proj and up_proj
+  enum class Activation { Silu, Gelu, GeluTanh };
+
 private:
   int64_t intermediate_;
-  std::string act_;
+  Activation act_;
 };
 TORCH_MODULE(MLP);
 

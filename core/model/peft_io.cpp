@@ -244,7 +244,7 @@ LoraConfig lora_config_from_json(const nlohmann::ordered_json& j, const std::str
     for (const auto& x : *v) {
       if (!x.is_string()) bad("modules_to_save", "expected a list of module names", *v);
       const std::string m = x.get<std::string>();
-      if (m != "lm_head" && m != "embed_tokens" && m != "model.embed_tokens")
+      if (!supported_module_to_save(m))
         refuse("modules_to_save", x.dump().substr(0, 200),
                "only whole copies of lm_head and embed_tokens are loaded (PEFT matches names as suffixes of module names)");
       c.modules_to_save.push_back(m);
@@ -286,7 +286,7 @@ void save_adapter(const CausalLMImpl& model, const std::string& dir, const std::
   };
   for (const auto& item : model.named_lora_parameters()) add(kPeftKeyPrefix + item.key(), item.value());
   // modules_to_save, as PEFT names them: base_model.model.<module>.weight
-  for (const auto& module : model.saved_modules()) add(kPeftKeyPrefix + module + ".weight", model.saved_module(module));
+  for (const auto& module : model.saved_modules()) add(peft_saved_module_key(module), model.saved_module(module));
   io::write_safetensors(path_join(dir, kAdapterWeightsName), views, {{"format", "pt"}});
   auto name = base.empty() ? model.config().name_or_path : base;
   write_file_atomic(path_join(dir, kAdapterConfigName), adapter_config_json(cfg, name, model.config().fused_qkv).dump(2) + "\n");
@@ -296,8 +296,8 @@ namespace {
 
 // The module a modules_to_save tensor key names ("lm_head", "model.embed_tokens"), or "".
 std::string saved_module_of(const std::string& key) {
-  for (const char* m : {"lm_head", "model.embed_tokens"})
-    if (key == kPeftKeyPrefix + std::string(m) + ".weight") return m;
+  for (const auto& m : saveable_modules())
+    if (key == peft_saved_module_key(m)) return m;
   return "";
 }
 
@@ -308,9 +308,9 @@ void copy_adapter_tensors(CausalLMImpl& model, const io::SafetensorsFile& file, 
   const auto& cfg = model.lora_config();
   std::set<std::string> expected;
   for (const auto& item : params) expected.insert(kPeftKeyPrefix + item.key());
-  for (const char* m : {"model.embed_tokens", "lm_head"})
+  for (const auto& m : saveable_modules())
     if (cfg.saves_module(m)) {
-      const std::string key = kPeftKeyPrefix + std::string(m) + ".weight";
+      const std::string key = peft_saved_module_key(m);
       check(file.find(key) != nullptr, file.path(), "missing tensor " + key + " (modules_to_save names " + m + ")", hint);
       expected.insert(key);
     }

@@ -16,6 +16,9 @@ namespace grpo::model {
 inline constexpr const char* kAdapterConfigName = "adapter_config.json";
 inline constexpr const char* kAdapterWeightsName = "adapter_model.safetensors";
 inline constexpr const char* kPeftKeyPrefix = "base_model.model.";
+// PEFT's tensor name for a modules_to_save copy of `module` ("lm_head", "model.embed_tokens"):
+// base_model.model.<module>.weight (get_peft_model_state_dict drops "modules_to_save.default").
+inline std::string peft_saved_module_key(const std::string& module) { return kPeftKeyPrefix + module + ".weight"; }
 
 // adapter_config.json content as PeftModel.save_pretrained writes it for a LoRA CAUSAL_LM.
 // `fused`: the base has Phi-3's fused projections ("all-linear" is written out as its modules).

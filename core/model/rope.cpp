@@ -13,10 +13,14 @@ namespace grpo::model {
 
 namespace {
 
+// arange(0, dim, 2).float() / dim: the exponents every rope type raises its base to.
+torch::Tensor rope_exponents(int64_t dim) {
+  return torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / double(dim);  // (dim/2)
+}
+
 // 1 / base^(arange(0, dim, 2) / dim), as _compute_default_rope_parameters.
 torch::Tensor default_inv_freq(double base, int64_t dim) {
-  auto exponent = torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / double(dim);
-  return torch::pow(base, exponent).reciprocal();  // (dim/2)
+  return torch::pow(base, rope_exponents(dim)).reciprocal();  // (dim/2)
 }
 
 bool scaled(const io::ModelConfig& c, RopeKind kind) {
@@ -60,7 +64,7 @@ torch::Tensor yarn_inv_freq(double base, int64_t dim, const io::RopeScaling& s) 
   low = std::max(low, 0.0);
   high = std::min(high, double(dim - 1));
   if (low == high) high += 0.001;  // linear_ramp_factor's guard against a singularity
-  auto pos_freqs = torch::pow(base, torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / double(dim));
+  auto pos_freqs = torch::pow(base, rope_exponents(dim));
   auto extrapolation = pos_freqs.reciprocal();
   auto interpolation = (pos_freqs * factor).reciprocal();
   auto ramp = ((torch::arange(dim / 2, torch::kFloat32) - low) / (high - low)).clamp(0, 1);
@@ -105,8 +109,7 @@ torch::Tensor rope_inv_freq(const io::ModelConfig& c, RopeKind kind, int64_t max
     const auto& ext = seq_len > s.original_max_position_embeddings ? s.long_factor : s.short_factor;
     check(ext.size() == size_t(dim / 2), "config.json", "rope_scaling: longrope factor lists must have rotary_dim / 2 entries");
     auto factors = torch::tensor(std::vector<float>(ext.begin(), ext.end()), torch::kFloat32);
-    auto shape = torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / double(dim);
-    return (factors * torch::pow(base, shape)).reciprocal();
+    return (factors * torch::pow(base, rope_exponents(dim))).reciprocal();
   }
   throw Error("config.json", "rope_scaling.rope_type '" + s.rope_type + "' is not supported",
               "supported: default, linear, dynamic, yarn, longrope, llama3");

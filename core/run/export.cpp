@@ -151,8 +151,8 @@ std::vector<std::string> export_peft(const Source& src, const std::string& out, 
     const auto& info = file.at(name);
     // modules_to_save: a whole lm_head / embed_tokens, (vocab, hidden), as PEFT names it.
     bool whole = false;
-    for (const char* mod : {"lm_head", "model.embed_tokens"})
-      if (name == model::kPeftKeyPrefix + std::string(mod) + ".weight" && lora.saves_module(mod)) {
+    for (const auto& mod : model::saveable_modules())
+      if (name == model::peft_saved_module_key(mod) && lora.saves_module(mod)) {
         if (base) {
           const std::vector<int64_t> want = {base->vocab_size, base->hidden_size};
           check(info.shape == want, file.path(),
@@ -203,8 +203,8 @@ std::vector<std::string> export_peft(const Source& src, const std::string& out, 
                                (p == "gate_proj" || p == "up_proj" || p == "down_proj" || p == "gate_up_proj" ? "mlp." : "self_attn.") + p;
       if (lora.target_for(full) && !modules.count(full)) missing.push_back(full);
     }
-  for (const char* mod : {"model.embed_tokens", "lm_head"})
-    if (lora.saves_module(mod) && !saved.count(mod)) missing.push_back(mod + std::string(" (modules_to_save)"));
+  for (const auto& mod : model::saveable_modules())
+    if (lora.saves_module(mod) && !saved.count(mod)) missing.push_back(mod + " (modules_to_save)");
   check(missing.empty(), file.path(),
         "adapter_config.json adapts " + (missing.empty() ? std::string() : missing[0]) +
             (missing.size() > 1 ? " (and " + std::to_string(missing.size() - 1) + " more)" : std::string()) +
@@ -232,9 +232,8 @@ std::vector<std::string> export_merged(const Source& src, const std::string& out
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
   for (const auto& item : model->named_base_parameters()) {
     auto t = item.value();
-    if (item.key() == "model.embed_tokens.weight" && model->saved_module("model.embed_tokens").defined())
-      t = model->saved_module("model.embed_tokens");
-    if (item.key() == "lm_head.weight" && model->saved_module("lm_head").defined()) t = model->saved_module("lm_head");
+    for (const auto& mod : model->saved_modules())
+      if (item.key() == mod + ".weight") t = model->saved_module(mod);
     tensors.emplace_back(item.key(), t);
   }
   const bool untie = model->tied() && !model->saved_modules().empty();
@@ -372,8 +371,10 @@ ExportResult export_run(const ExportOptions& o) {
       const bool saves_modules = !model::read_adapter_config(tmp).modules_to_save.empty();
       std::vector<std::string> problems, warnings;
       for (const auto& p : vllm_adapter_problems(tmp)) {
-        const bool from_saved = p == "modules_to_save is set" || p.find("base_model.model.lm_head.weight") != std::string::npos ||
-                                p.find("base_model.model.model.embed_tokens.weight") != std::string::npos;
+        const auto& mods = model::saveable_modules();
+        const bool from_saved = p == "modules_to_save is set" || std::any_of(mods.begin(), mods.end(), [&](const std::string& m) {
+                                  return p.find(model::peft_saved_module_key(m)) != std::string::npos;
+                                });
         (saves_modules && from_saved ? warnings : problems).push_back(p);
       }
       check(problems.empty(), src.dir, "the exported adapter would be refused by vLLM: " + join(problems, "; "));
