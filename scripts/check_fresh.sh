@@ -1,39 +1,69 @@
 #!/usr/bin/env bash
-# Proves the README's install steps on a pristine Debian 12 root: debootstrap --variant=minbase,
+# Proves the README's install steps on a pristine Debian root: debootstrap --variant=minbase,
 # nothing else installed, this commit cloned into it, everything run inside a chroot (as root).
 #
-# Usage: scripts/check_fresh.sh [--full] [--keep]
+# Usage: scripts/check_fresh.sh [--release bookworm|trixie] [--full | --ctest | --cuda] [--keep]
+#   --release  which Debian: bookworm (Debian 12, the default) or trixie (Debian 13)
 #   (default)  scripts/setup.sh --demo (and checks it installed no Node.js/npm), scripts/setup.sh
 #              --test, a CMake configure of every preset, and a build and run of dependency_check,
 #              the smallest target that links Qt Charts, Qt Network and LibTorch. CI runs this.
+#   --ctest    the default check, then the whole release tree built in the root and its whole CTest
+#              suite run there. CI runs this on trixie: the LibTorch 2.x code paths are tested.
+#   --cuda     trixie only: scripts/setup.sh --cuda (Debian's CUDA LibTorch 2.6 and CUDA 12.4
+#              toolkit; cuDNN's download declined, see below), then a configure against that
+#              LibTorch and a build and link of everything with a CUDA role: grpo (grpo worker
+#              included), grpo-studio and the tests that scripts/gpu_check.sh runs on a GPU. CI
+#              runs this. Nothing runs on a GPU here: there is none.
 #   --full     the README's two commands as a newcomer runs them on one fresh root, each timed:
 #              `scripts/demo.sh --demo --steps 10` (headless), then `scripts/test.sh`.
 #   --keep     leave the root in place (its path is printed) instead of removing it.
-# Needs root (chroot and mounts) and reaches the same Debian mirror as the host's apt sources.
-# The minbase root is cached as a tarball and downloaded .debs are kept between runs, both under
-# GRPO_FRESH_CACHE (default /var/cache/grpo-fresh); the root itself is always made new.
+# Needs root (chroot and mounts) and reaches the same Debian mirror as the host's apt sources. The
+# root's apt sources are Debian's own for the release (its updates and security suites), as a new
+# install writes them; --cuda adds contrib and non-free, where Debian's CUDA packages live.
+# Kept between runs under GRPO_FRESH_CACHE (default /var/cache/grpo-fresh): each release's minbase
+# root as a tarball, the downloaded .debs, and each release's ccache (--ctest and --cuda share one:
+# the same compiler and the same LibTorch headers). The root itself is always made new.
 # What is checked is the commit at HEAD: uncommitted changes are not in the clone.
+#
+# cuDNN: libtorch_cuda.so needs libcudnn.so.9, which Debian's nvidia-cudnn package downloads from
+# NVIDIA when its licence is accepted; nothing here may download it. --cuda declines the licence
+# and links against a stub libcudnn.so.9 made from the very symbols libtorch_cuda.so asks of it
+# (scripts/cudnn_link_stub.sh), found by the linker alone (-rpath-link): it is never installed,
+# shipped or loaded, and every other library is resolved for real. A GPU box needs NVIDIA's cuDNN
+# (docs/gpu.md).
 set -euo pipefail
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
 CACHE="${GRPO_FRESH_CACHE:-/var/cache/grpo-fresh}"
-SUITE=bookworm
 
-full=0 keep=0
-for a in "$@"; do
-  case "$a" in
-    --full) full=1 ;;
+SUITE=bookworm mode=default keep=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --release) SUITE="${2:-}"; shift ;;
+    --release=*) SUITE="${1#--release=}" ;;
+    --full) mode=full ;;
+    --ctest) mode=ctest ;;
+    --cuda) mode=cuda ;;
     --keep) keep=1 ;;
-    *) echo "usage: scripts/check_fresh.sh [--full] [--keep]" >&2; exit 2 ;;
+    *) echo "usage: scripts/check_fresh.sh [--release bookworm|trixie] [--full | --ctest | --cuda] [--keep]" >&2; exit 2 ;;
   esac
+  shift
 done
+case "$SUITE" in
+  bookworm) DEBIAN=12 ;;
+  trixie) DEBIAN=13 ;;
+  *) echo "check_fresh: --release must be bookworm (Debian 12) or trixie (Debian 13), not '$SUITE'" >&2; exit 2 ;;
+esac
+if [ "$mode" = cuda ] && [ "$SUITE" != trixie ]; then
+  echo "check_fresh: --cuda needs --release trixie (Debian 12 has no CUDA LibTorch)" >&2; exit 2
+fi
 if [ "$(id -u)" -ne 0 ]; then exec sudo -E "$0" "$@"; fi
 
-log() { echo "check_fresh: $*"; }
+log() { echo "check_fresh[$SUITE]: $*"; }
 timings=()
 report() { for t in "${timings[@]}"; do echo "  $t"; done; }
 fail() {
-  echo "check_fresh: FAIL: $*" >&2
-  [ ${#timings[@]} -eq 0 ] || { echo "check_fresh: the steps before it:"; report; }
+  echo "check_fresh[$SUITE]: FAIL: $*" >&2
+  [ ${#timings[@]} -eq 0 ] || { echo "check_fresh[$SUITE]: the steps before it:"; report; }
   exit 1
 }
 timed() {  # timed LABEL CMD...: runs CMD, records its wall time under LABEL
@@ -44,14 +74,22 @@ timed() {  # timed LABEL CMD...: runs CMD, records its wall time under LABEL
   log "$label: $((SECONDS - t0)) s"
 }
 
-# The host's Debian mirror (deb822 or one-line sources), so the root gets what the host gets.
+# The host's Debian mirror and security mirror (deb822 or one-line sources), so the root reaches
+# what the host reaches.
+host_uris() {
+  { sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | tr ' ' '\n'
+    sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\).*/\2/p' /etc/apt/sources.list 2>/dev/null; } |
+    grep -E '^(https?|file)://' || true
+}
 mirror() {
   local m
-  m=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null \
-        | grep -v security | grep -m1 debian || true)
-  [ -n "$m" ] || m=$(sed -n "s/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\)[[:space:]]\+${SUITE}[[:space:]].*/\2/p" \
-                       /etc/apt/sources.list 2>/dev/null | head -n1 || true)
+  m="$(host_uris | grep -v security | grep -m1 '/debian/*$' || true)"
   echo "${m:-http://deb.debian.org/debian}"
+}
+security_mirror() {
+  local m
+  m="$(host_uris | grep -m1 'debian-security/*$' || true)"
+  echo "${m:-$(mirror | sed 's#/debian/*$#/debian-security#')}"
 }
 
 command -v debootstrap >/dev/null || {
@@ -59,12 +97,12 @@ command -v debootstrap >/dev/null || {
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
 }
 command -v git >/dev/null || fail "git is needed on the host to clone the commit"
-mkdir -p "$CACHE/apt-archives/partial" "$CACHE/apt-lists/partial"
+mkdir -p "$CACHE/apt-archives/partial" "$CACHE/apt-lists-$SUITE/partial" "$CACHE/ccache-$SUITE"
 
 # ---- the pristine root: a cached minbase tarball, unpacked anew for every check ----
-tarball="$CACHE/debian12-minbase.tar.gz"
+tarball="$CACHE/debian$DEBIAN-minbase.tar.gz"
 if [ ! -s "$tarball" ]; then
-  boot="$CACHE/bootstrap.tmp"
+  boot="$CACHE/bootstrap-$SUITE.tmp"
   rm -rf "$boot"
   bootstrap() { debootstrap --variant=minbase --cache-dir="$CACHE/apt-archives" "$SUITE" "$boot" "$(mirror)" >/dev/null; }
   timed "debootstrap --variant=minbase $SUITE" bootstrap
@@ -76,7 +114,7 @@ root=""
 cleanup() {
   [ -n "$root" ] || return 0
   local m
-  for m in var/lib/apt/lists var/cache/apt/archives dev sys proc; do
+  for m in root/.cache/ccache var/lib/apt/lists var/cache/apt/archives dev sys proc; do
     mountpoint -q "$root/$m" 2>/dev/null && { umount -R "$root/$m" 2>/dev/null || umount -R -l "$root/$m"; }
   done
   if findmnt -rn -o TARGET | grep -q "^$root/"; then
@@ -100,9 +138,23 @@ new_root() {
   root="$(mktemp -d "$CACHE/root.XXXXXX")"
   tar -C "$root" -xzf "$tarball"
   touch "$root/.grpo-fresh-root"  # scripts/test.sh inside it does not start another such check
-  rm -f "$root/etc/apt/sources.list"
-  cp -a /etc/apt/sources.list* "$root/etc/apt/" 2>/dev/null || true
-  find "$root/etc/apt/sources.list.d" -type f ! -name '*.list' ! -name '*.sources' -delete 2>/dev/null || true
+  # Debian's own sources for the release, as a new install writes them (deb822).
+  local components="main"
+  [ "$mode" != cuda ] || components="main contrib non-free non-free-firmware"
+  rm -f "$root/etc/apt/sources.list" "$root"/etc/apt/sources.list.d/*
+  cat >"$root/etc/apt/sources.list.d/debian.sources" <<SOURCES
+Types: deb
+URIs: $(mirror)
+Suites: $SUITE $SUITE-updates
+Components: $components
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: $(security_mirror)
+Suites: $SUITE-security
+Components: $components
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
   # apt settings that change how the mirror is reached (proxies, date checks), nothing else
   for f in /etc/apt/apt.conf.d/*; do
     [ -f "$f" ] && grep -q '^[[:space:]]*Acquire::' "$f" && cp "$f" "$root/etc/apt/apt.conf.d/"
@@ -119,7 +171,9 @@ new_root() {
   mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys"
   mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"
   mount --bind "$CACHE/apt-archives" "$root/var/cache/apt/archives"
-  mount --bind "$CACHE/apt-lists" "$root/var/lib/apt/lists"
+  mount --bind "$CACHE/apt-lists-$SUITE" "$root/var/lib/apt/lists"
+  mkdir -p "$root/root/.cache/ccache"
+  mount --bind "$CACHE/ccache-$SUITE" "$root/root/.cache/ccache"
   git clone --quiet --no-hardlinks "$SRC" "$root/src"
   git -C "$root/src" checkout --quiet "$rev"
   log "root $root: Debian $(cat "$root/etc/debian_version"), $(packages | wc -l) packages, commit ${rev:0:12}"
@@ -127,7 +181,7 @@ new_root() {
 
 # in_root CMD...: runs a shell command in the root's /src with a clean environment (no DISPLAY).
 in_root() {
-  chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb CI="${CI:-}" \
+  chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb CI="${CI:-}" CCACHE_MAXSIZE=8G \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     /bin/bash -c "cd /src 2>/dev/null || cd /; $*"
 }
@@ -150,30 +204,69 @@ installs() {
   timings[${#timings[@]}-1]+=" ($(echo "$new" | wc -l) packages, $mb MB downloaded)"
 }
 
-if [ "$full" = 0 ]; then
-  new_root
+# check_install: the README's install steps, the demo's first (which must bring no test tools),
+# then the tests', then a configure of every preset and the smallest program that links it all.
+check_install() {
   installs "scripts/setup.sh --demo" in_root scripts/setup.sh --demo
   for p in nodejs npm clang python3-torch xvfb; do
     installed "$p" && fail "scripts/setup.sh --demo installed $p, which only the tests need"
   done
   log "the demo's setup left $(packages | wc -l) packages in all, no nodejs/npm"
   installs "scripts/setup.sh --test" in_root scripts/setup.sh --test
+  # Run again, setup installs nothing: every name it checks is one dpkg knows (virtual ones too).
+  in_root "scripts/setup.sh --test" | grep -q "setup: installing" && fail "a second scripts/setup.sh --test installed packages again"
   for preset in release debug asan engine; do
     timed "cmake --preset $preset" in_root "cmake --preset $preset >/tmp/configure-$preset.log 2>&1 || { tail -n 40 /tmp/configure-$preset.log; exit 1; }"
   done
   timed "build dependency_check" in_root "cmake --build --preset release --target dependency_check"
   timed "run dependency_check" in_root "QT_QPA_PLATFORM=offscreen build/release/tests/install/dependency_check"
-else
-  new_root
-  installs "scripts/demo.sh --demo --steps 10 (setup, build, headless demo)" \
-    in_root "scripts/demo.sh --demo --steps 10 --output /tmp/demo-run"
-  in_root "test -s /tmp/demo-run/metrics.jsonl && test -d /tmp/demo-run/adapters" || fail "the demo wrote no metrics or adapters"
-  for p in nodejs npm clang python3-torch xvfb; do
-    installed "$p" && fail "scripts/demo.sh installed $p, which only the tests need"
-  done
-  log "demo: $(in_root 'wc -l < /tmp/demo-run/metrics.jsonl') metrics lines; no test tools installed"
-  # The test command next, on the same machine, as a newcomer who tried the demo first would.
-  installs "scripts/test.sh (setup, build, every test, package, fuzz, ASan)" in_root scripts/test.sh
-fi
-log "passed on a pristine Debian 12 root:"
+}
+
+# The targets with a CUDA role: the CLI (train, worker, bench), the desktop app, and the tests that
+# scripts/gpu_check.sh runs with GRPO_TEST_DEVICE=cuda or against LibTorch 2.x.
+CUDA_TARGETS=(grpo grpo-studio test_device test_model test_model_decode test_model_lora test_trainer test_engine)
+
+new_root
+case "$mode" in
+  default) check_install ;;
+  ctest)
+    check_install
+    timed "build the release tree" in_root "cmake --build --preset release"
+    # ctest's own summary line ("100% tests passed, 0 tests failed out of N") goes to the log.
+    timed "ctest --preset release" in_root "ctest --preset release -j2 2>&1 | tee /tmp/ctest.log | grep -E '^(Test project|[0-9]+% tests passed|The following tests FAILED|[[:space:]]+[0-9]+ - )' ; grep -q '^100% tests passed' /tmp/ctest.log || { grep -B2 -A60 -E 'FAILED|Failed' /tmp/ctest.log | tail -n 120; exit 1; }"
+    ;;
+  cuda)
+    # NVIDIA's cuDNN licence is declined, so nvidia-cudnn downloads nothing (see the top).
+    in_root "echo 'nvidia-cudnn nvidia-cudnn/question select I Decline' | debconf-set-selections"
+    installs "scripts/setup.sh --demo --cuda" in_root scripts/setup.sh --demo --cuda
+    in_root "test -e /usr/lib/x86_64-linux-gnu/libcudnn.so.9" && fail "libcudnn.so.9 is there: the stub would hide the real one"
+    timed "the cuDNN link stub" in_root "scripts/cudnn_link_stub.sh /tmp/cudnn-stub"
+    # No GPU to ask for its architecture: name the ones to build for (nothing here is nvcc-compiled).
+    timed "cmake --preset release (CUDA LibTorch)" in_root "cmake --preset release -DTORCH_CUDA_ARCH_LIST='8.0;9.0' \
+      -DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,/tmp/cudnn-stub -DCMAKE_SHARED_LINKER_FLAGS=-Wl,-rpath-link,/tmp/cudnn-stub \
+      >/tmp/configure-cuda.log 2>&1 || { tail -n 40 /tmp/configure-cuda.log; exit 1; }"
+    in_root "grep -q 'libtorch_cuda' build/release/CMakeCache.txt" || fail "CMake did not pick the CUDA LibTorch (no libtorch_cuda in build/release/CMakeCache.txt)"
+    for t in "${CUDA_TARGETS[@]}"; do
+      timed "build and link $t (CUDA LibTorch)" in_root "cmake --build --preset release --target $t"
+    done
+    # Each links libtorch_cuda.so for real: the CUDA kernels are in the binary's closure.
+    for t in "${CUDA_TARGETS[@]}"; do
+      in_root "f=\$(find build/release -type f -name $t -perm -u+x | head -n1); test -n \"\$f\" && readelf -d \"\$f\" | grep -q 'libtorch_cuda.so'" ||
+        fail "$t does not link libtorch_cuda.so"
+      log "CUDA link OK: $t (needs libtorch_cuda.so)"
+    done
+    ;;
+  full)
+    installs "scripts/demo.sh --demo --steps 10 (setup, build, headless demo)" \
+      in_root "scripts/demo.sh --demo --steps 10 --output /tmp/demo-run"
+    in_root "test -s /tmp/demo-run/metrics.jsonl && test -d /tmp/demo-run/adapters" || fail "the demo wrote no metrics or adapters"
+    for p in nodejs npm clang python3-torch xvfb; do
+      installed "$p" && fail "scripts/demo.sh installed $p, which only the tests need"
+    done
+    log "demo: $(in_root 'wc -l < /tmp/demo-run/metrics.jsonl') metrics lines; no test tools installed"
+    # The test command next, on the same machine, as a newcomer who tried the demo first would.
+    installs "scripts/test.sh (setup, build, every test, package, fuzz, ASan)" in_root scripts/test.sh
+    ;;
+esac
+log "passed on a pristine Debian $DEBIAN ($SUITE) root ($mode):"
 report

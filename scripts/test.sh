@@ -2,55 +2,89 @@
 # One command: install dependencies, build, run every test, check the .deb, fuzz each parser briefly,
 # then build the suite again under ASan + UBSan + LSan and run its tests there too (all but those
 # marked NUMERICS in tests/CMakeLists.txt: tensor numerics alone, which LibTorch bounds-checks).
-# Beside the build, proves the install steps on a pristine Debian 12 root (scripts/check_fresh.sh).
+# Beside it, on pristine Debian roots (scripts/check_fresh.sh, debootstrap + chroot): the install
+# steps on Debian 12; the install steps, the whole release build and the whole CTest suite on
+# Debian 13 (LibTorch 2.6, Qt 6.8, GCC 14); and the CUDA build (Debian 13's CUDA LibTorch 2.6 and
+# CUDA 12.4) compiled and linked for everything with a CUDA role.
 # Usage: scripts/test.sh [--quick] [PRESET]
-#   --quick  a developer's check: build and ctest only (no package, fuzzing, ASan or fresh root)
-#   (GRPO_FUZZ_RUNS=N sets the fuzz inputs per target; GRPO_ASAN=0 skips the sanitizer pass, about
-#    18 min on 2 cores; GRPO_FRESH=0 skips the pristine-root check, about 8 min)
+#   --quick  a developer's check: build and ctest only (no package, fuzzing, ASan or fresh roots)
+#   (GRPO_FUZZ_RUNS=N sets the fuzz inputs per target; GRPO_ASAN=0 skips the sanitizer pass;
+#    GRPO_FRESH=0 skips the pristine roots; GRPO_FRESH=bookworm only the Debian 12 install check)
+# Caches between runs, outside the clone: ccache (~/.cache/ccache, CCACHE_MAXSIZE, 12G here), and
+# scripts/check_fresh.sh's minbase tarballs, .debs and per-release ccaches (/var/cache/grpo-fresh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
 if [ "${1:-}" = --quick ]; then quick=1; shift; fi
 preset="${1:-release}"
-scripts/setup.sh --test
-# The README's install steps on a pristine Debian 12 root (debootstrap minbase, chroot): setup,
-# a configure of every preset, and a build and run of the smallest Qt Charts + Network + LibTorch
-# program. Mostly downloads and dpkg, so it runs beside the build (niced), and the tests start
-# only once it is done: timing-sensitive tests never share the machine with it. Not run inside
-# such a root itself (check_fresh.sh --full runs this script there).
+t_start=$SECONDS
+stage_times=()
+stage() {  # stage LABEL CMD...: runs CMD, records its wall time
+  local label="$1" t0=$SECONDS; shift
+  echo "== $label"
+  "$@"
+  stage_times+=("$label: $((SECONDS - t0)) s")
+}
+# Five builds share this machine's ccache over a CI run (release, ASan, fuzz here; the Debian 13
+# ones keep their own): 5 GB, ccache's default, evicts part of a warm cache every run.
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-12G}"
+stage "scripts/setup.sh --test" scripts/setup.sh --test
+# The pristine roots are mostly downloads and dpkg at first, then the Debian 13 build and tests:
+# they run beside this build as one chain (its output in build/fresh-*.log). Tests on both sides
+# share the machine with builds: none may depend on timing. Not run inside such a root itself
+# (check_fresh.sh --full runs this script there).
 fresh_pid=
+fresh=()
 if [ "$quick" = 0 ] && [ "${GRPO_FRESH:-1}" != 0 ] && [ ! -e /.grpo-fresh-root ]; then
+  fresh=("--release bookworm")
+  if [ "${GRPO_FRESH:-1}" != bookworm ]; then fresh+=("--release trixie --ctest" "--release trixie --cuda"); fi
   mkdir -p build
-  fresh_log="build/check_fresh.log"
-  echo "== scripts/check_fresh.sh runs beside the build; its output: $fresh_log"
-  nice -n 10 scripts/check_fresh.sh >"$fresh_log" 2>&1 &
+  fresh_chain() {
+    local args log
+    for args in "${fresh[@]}"; do
+      log="build/fresh-$(echo "$args" | tr -cd 'a-z- ' | sed 's/--release //; s/ --/-/g; s/ //g').log"
+      # shellcheck disable=SC2086  # the options are words
+      if ! scripts/check_fresh.sh $args >"$log" 2>&1; then echo "$args" >build/fresh-failed; return 1; fi
+    done
+  }
+  rm -f build/fresh-failed build/fresh-*.log
+  echo "== scripts/check_fresh.sh ${fresh[*]} runs beside the build (build/fresh-*.log)"
+  fresh_chain &
   fresh_pid=$!
-  # On an early exit (a failed build), stop it (its own trap unmounts) and keep our exit status.
+  # On an early exit (a failed build), stop it (its own traps unmount) and keep our exit status.
   stop_fresh() {
     local rc=$?
-    if [ -n "$fresh_pid" ]; then kill -TERM "$fresh_pid" 2>/dev/null; wait "$fresh_pid" 2>/dev/null || true; fi
+    if [ -n "$fresh_pid" ]; then
+      pkill -TERM -P "$fresh_pid" 2>/dev/null || true
+      kill -TERM "$fresh_pid" 2>/dev/null || true
+      wait "$fresh_pid" 2>/dev/null || true
+    fi
     exit "$rc"
   }
   trap stop_fresh EXIT
 fi
-scripts/build.sh "$preset"
+stage "build ($preset)" scripts/build.sh "$preset"
+stage "ctest ($preset)" ctest --preset "$preset" -j2
+if [ "$quick" = 1 ]; then exit 0; fi
+# The Debian package: built from this build, unpacked into a temporary root, run from there.
+if [ "$preset" = release ]; then stage "package" env NO_BUILD=1 scripts/check_package.sh build/release; fi
+# Every parser of untrusted input under libFuzzer + ASan + UBSan: a fixed seed and input count
+# (reproducible), capped in time. Longer exploration: scripts/fuzz.sh 600.
+stage "fuzz" env FUZZ_SEED=1 FUZZ_RUNS="${GRPO_FUZZ_RUNS:-20000}" scripts/fuzz.sh 30
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer (build/asan):
+# any report fails its test.
+if [ "${GRPO_ASAN:-1}" != 0 ]; then stage "ASan+UBSan build and ctest" scripts/test_asan.sh; fi
 if [ -n "$fresh_pid" ]; then
+  t0=$SECONDS
   fresh_status=0
   wait "$fresh_pid" || fresh_status=$?
   fresh_pid=
-  sed 's/^/[fresh] /' "$fresh_log"
+  stage_times+=("waiting for the pristine roots: $((SECONDS - t0)) s")
+  for log in build/fresh-*.log; do sed "s/^/[$(basename "$log" .log)] /" "$log"; done
   if [ "$fresh_status" != 0 ]; then
-    echo "scripts/check_fresh.sh failed (exit $fresh_status): the install steps do not work on a pristine root" >&2
-    exit "$fresh_status"
+    echo "scripts/check_fresh.sh $(cat build/fresh-failed 2>/dev/null) failed: see its lines above" >&2
+    exit 1
   fi
 fi
-ctest --preset "$preset" -j2
-if [ "$quick" = 1 ]; then exit 0; fi
-# The Debian package: built from this build, unpacked into a temporary root, run from there.
-if [ "$preset" = release ]; then NO_BUILD=1 scripts/check_package.sh build/release; fi
-# Every parser of untrusted input under libFuzzer + ASan + UBSan: a fixed seed and input count
-# (reproducible), capped in time. Longer exploration: scripts/fuzz.sh 600.
-FUZZ_SEED=1 FUZZ_RUNS="${GRPO_FUZZ_RUNS:-20000}" scripts/fuzz.sh 30
-# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer (build/asan):
-# any report fails its test.
-if [ "${GRPO_ASAN:-1}" != 0 ]; then scripts/test_asan.sh; fi
+echo "scripts/test.sh: every stage passed in $((SECONDS - t_start)) s"
+for t in "${stage_times[@]}"; do echo "  $t"; done

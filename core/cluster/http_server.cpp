@@ -37,7 +37,9 @@ struct Reply::State {
   std::atomic<bool> sent{false};
 };
 
-namespace {
+// Named, not anonymous: ServerCore (named in http_server.h) holds these types, and GCC's
+// -Wsubobject-linkage rightly objects to anonymous ones there once a unity build includes this file.
+namespace http_server_impl {
 
 constexpr int kLingerMs = 5000;                  // how long a rejected upload may keep streaming
 constexpr uint64_t kMaxDiscardBytes = 256u << 20;  // ... and how much of it we read and drop
@@ -95,7 +97,8 @@ private:
 
 std::string retry_after(double seconds) { return std::to_string(std::max<int64_t>(1, std::llround(std::ceil(seconds)))); }
 
-}  // namespace
+}  // namespace http_server_impl
+using namespace http_server_impl;
 
 class ServerCore : public QObject {
 public:

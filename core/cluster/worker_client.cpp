@@ -30,12 +30,15 @@ nlohmann::json completion_request_json(const CompletionRequest& r) {
 
 namespace {
 
-const nlohmann::json& field(const nlohmann::json& obj, const std::string& key, const std::string& where,
+// The member `key` of `obj`, which must be there. A pointer, not a reference: callers pass
+// temporaries for `key` and `path`, and a returned reference next to them reads as dangling to
+// GCC 14's -Wdangling-reference (the member lives in `obj`, which outlives the call).
+const nlohmann::json* field(const nlohmann::json& obj, const std::string& key, const std::string& where,
                             const std::string& path) {
   if (!obj.is_object() || !obj.contains(key))
     throw Error(where, "completion response: missing field " + path + key,
                 "the worker must answer in vLLM's CompletionResponse shape (facts §5.1) with return_token_ids");
-  return obj[key];
+  return &obj[key];
 }
 
 [[noreturn]] void wrong_type(const std::string& where, const std::string& path, const std::string& expected) {
@@ -50,10 +53,10 @@ CompletionResponse parse_completion_response(const std::string& body, const std:
   if (j.is_discarded() || !j.is_object())
     throw Error(where, "completion response is not a JSON object: " + body.substr(0, 200));
   CompletionResponse out;
-  const auto& model = field(j, "model", where, "");
+  const auto& model = *field(j, "model", where, "");
   if (!model.is_string()) wrong_type(where, "model", "a string");
   out.model = model.get<std::string>();
-  const auto& choices = field(j, "choices", where, "");
+  const auto& choices = *field(j, "choices", where, "");
   if (!choices.is_array() || choices.empty()) wrong_type(where, "choices", "a non-empty array");
   int64_t tokens = 0;
   for (size_t i = 0; i < choices.size(); ++i) {
@@ -62,15 +65,15 @@ CompletionResponse parse_completion_response(const std::string& body, const std:
     CompletionChoice ch;
     ch.index = c.is_object() && c.contains("index") && c["index"].is_number_integer() ? c["index"].get<int64_t>()
                                                                                       : static_cast<int64_t>(i);
-    const auto& ids = field(c, "token_ids", where, p);
+    const auto& ids = *field(c, "token_ids", where, p);
     if (!ids.is_array()) wrong_type(where, p + "token_ids", "an array of token ids (send return_token_ids: true)");
     for (const auto& t : ids) {
       if (!t.is_number_integer()) wrong_type(where, p + "token_ids[]", "an integer");
       ch.token_ids.push_back(t.get<int64_t>());
     }
-    const auto& lp = field(c, "logprobs", where, p);
+    const auto& lp = *field(c, "logprobs", where, p);
     if (!lp.is_object()) wrong_type(where, p + "logprobs", "an object (send logprobs: 0)");
-    const auto& tl = field(lp, "token_logprobs", where, p + "logprobs.");
+    const auto& tl = *field(lp, "token_logprobs", where, p + "logprobs.");
     if (!tl.is_array()) wrong_type(where, p + "logprobs.token_logprobs", "an array");
     for (const auto& v : tl) {
       // vLLM writes -inf as -9999.0 or null for impossible tokens; keep them as -inf.
@@ -83,7 +86,7 @@ CompletionResponse parse_completion_response(const std::string& body, const std:
                              std::to_string(ch.logprobs.size()) + " entries, token_ids has " +
                              std::to_string(ch.token_ids.size()),
                   "token_logprobs[i] must align with token_ids[i]");
-    const auto& fr = field(c, "finish_reason", where, p);
+    const auto& fr = *field(c, "finish_reason", where, p);
     ch.finish_reason = fr.is_string() ? fr.get<std::string>() : "";
     tokens += static_cast<int64_t>(ch.token_ids.size());
     out.choices.push_back(std::move(ch));

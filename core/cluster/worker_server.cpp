@@ -38,7 +38,9 @@
 
 
 namespace grpo::cluster {
-namespace {
+// Named, not anonymous: WorkerServer::Impl (external linkage) holds these types, and GCC's
+// -Wsubobject-linkage rightly objects to anonymous ones there once a unity build includes this file.
+namespace worker_server_impl {
 
 using nlohmann::json;
 
@@ -161,7 +163,8 @@ private:
   std::thread thread_;
 };
 
-}  // namespace
+}  // namespace worker_server_impl
+using namespace worker_server_impl;
 
 struct WorkerServer::Impl {
   WorkerOptions options;

@@ -22,7 +22,9 @@ namespace grpo::io {
 
 using namespace parquet;
 
-namespace {
+// Named, not anonymous: ParquetFile::Impl (external linkage) holds these types, and GCC's
+// -Wsubobject-linkage rightly objects to anonymous ones there once a unity build includes this file.
+namespace parquet_file_impl {
 
 constexpr int kMaxSchemaDepth = 64;
 constexpr int32_t kMaxFixedLength = 1 << 20;
@@ -84,7 +86,8 @@ private:
   std::string bytes_, path_;
 };
 
-}  // namespace
+}  // namespace parquet_file_impl
+using namespace parquet_file_impl;
 
 struct ParquetFile::Impl {
   std::string path;

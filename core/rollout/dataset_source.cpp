@@ -294,7 +294,7 @@ std::vector<std::string> split_files_in(const std::string& root, const DatasetRe
     std::string base;
     if (!ref.config.empty()) {
       // The Parquet conversion branch: <config>/<split>/ or <config>/partial-<split>/.
-      for (const std::string dir : {ref.config + "/" + split + "/", ref.config + "/partial-" + split + "/"}) {
+      for (const std::string& dir : {ref.config + "/" + split + "/", ref.config + "/partial-" + split + "/"}) {
         std::vector<std::string> files;
         for (const auto& f : all)
           if (starts_with(f, dir) && f.find('/', dir.size()) == std::string::npos) files.push_back(f);

@@ -21,7 +21,9 @@ public:
   bool push(T item, double* blocked_s = nullptr) {
     std::unique_lock<std::mutex> lock(mu_);
     const auto t0 = std::chrono::steady_clock::now();
+    ++waiting_producers_;
     not_full_.wait(lock, [&] { return closed_ || items_.size() < capacity_; });
+    --waiting_producers_;
     if (blocked_s) *blocked_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (closed_) return false;
     items_.push_back(std::move(item));
@@ -68,6 +70,11 @@ public:
     return items_.size();
   }
   size_t capacity() const { return capacity_; }
+  // Producers inside push() waiting for room right now.
+  size_t waiting_producers() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return waiting_producers_;
+  }
   bool full() const {
     std::lock_guard<std::mutex> lock(mu_);
     return items_.size() >= capacity_;
@@ -78,6 +85,7 @@ private:
   mutable std::mutex mu_;
   std::condition_variable not_full_, not_empty_;
   std::deque<T> items_;
+  size_t waiting_producers_ = 0;
   bool closed_ = false;
 };
 

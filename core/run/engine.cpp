@@ -286,6 +286,8 @@ double Engine::evaluate(int64_t limit) {
   return eval_accuracy(policy_, rewards_, data_.eval, cfg_, std::max<int64_t>(0, n), &rewards_mu_);
 }
 
+int64_t Engine::queued_groups() const { return pipeline_ ? static_cast<int64_t>(pipeline_->queued_groups()) : 0; }
+
 void Engine::publish_version() {
   const int64_t v = version_.load() + 1;
   // base_model_name_or_path is the name the run was given (a repo id stays a repo id), as

@@ -67,6 +67,8 @@ public:
   EngineState state() const { return state_.load(); }
   int64_t step() const { return step_.load(); }
   int64_t policy_version() const { return version_.load(); }
+  // Scored groups waiting for the trainer in the rollout queue (0 before run()). Any thread.
+  int64_t queued_groups() const;
   const grpo::TrainConfig& config() const { return cfg_; }  // trainer thread only
   RunDirectory& run_directory() { return dir_; }
   // The events a full bucket keeps out of the events file for now (they go to the file next, in

@@ -30,7 +30,7 @@ namespace hub_test {
 struct RepoFile {
   QByteArray path, content;
   bool lfs = false;
-  QByteArray etag_override;  // served instead of the real digest (a corrupt file)
+  QByteArray etag_override = {};  // served instead of the real digest (a corrupt file)
   QByteArray etag() const {
     if (!etag_override.isEmpty()) return etag_override;
     if (lfs) return QCryptographicHash::hash(content, QCryptographicHash::Sha256).toHex();

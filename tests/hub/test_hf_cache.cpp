@@ -177,18 +177,18 @@ private Q_SLOTS:
   void validates_untrusted_names() {
     for (const char* ok : {"gpt2", "Qwen/Qwen2.5-0.5B", "org_x/a.b-c", "a/b", "HuggingFaceTB/SmolLM2-135M-Instruct"})
       QVERIFY2(hub::is_valid_repo_id(ok), ok);
-    for (const std::string bad : std::vector<std::string>{"", "../x", "/abs", "a/b/c", "a--b", "a..b", "x.git", "-x", "x-", "a b", "a\\b",
+    for (const std::string& bad : std::vector<std::string>{"", "../x", "/abs", "a/b/c", "a--b", "a..b", "x.git", "-x", "x-", "a b", "a\\b",
                                   "org/", "/name", "caf\xc3\xa9/x", std::string(97, 'a'), "datasets/foo/bar"})
       QVERIFY2(!hub::is_valid_repo_id(bad), bad.c_str());
     QVERIFY(hub::is_valid_repo_id(std::string(96, 'a')));
     CHECK_ERROR_CONTAINS(error_of([] { hub::validate_repo_id("a--b"); }), "\"--\"");
-    for (const std::string ok : std::vector<std::string>{"main", "v1.0", "refs/pr/1", kMain})
+    for (const std::string& ok : std::vector<std::string>{"main", "v1.0", "refs/pr/1", kMain})
       hub::validate_revision(ok);
-    for (const std::string bad : std::vector<std::string>{"", "../main", "a/../b", "/main", "a\\b", "a b", "a//b", std::string(257, 'a')})
+    for (const std::string& bad : std::vector<std::string>{"", "../main", "a/../b", "/main", "a\\b", "a b", "a//b", std::string(257, 'a')})
       QVERIFY2(error_of([&] { hub::validate_revision(bad); }) != "(no error)", bad.c_str());
-    for (const std::string ok : std::vector<std::string>{"config.json", "sub/dir/model.safetensors", ".gitattributes", "a..b"})
+    for (const std::string& ok : std::vector<std::string>{"config.json", "sub/dir/model.safetensors", ".gitattributes", "a..b"})
       hub::validate_repo_file_path(ok);
-    for (const std::string bad : std::vector<std::string>{"", "../evil", "a/../../b", "/etc/passwd", "a\\b", "a//b", "./a", "a/", "x\ny",
+    for (const std::string& bad : std::vector<std::string>{"", "../evil", "a/../../b", "/etc/passwd", "a\\b", "a//b", "./a", "a/", "x\ny",
                                   "\xff\xfe", std::string(1025, 'a')})
       QVERIFY2(error_of([&] { hub::validate_repo_file_path(bad); }) != "(no error)", bad.c_str());
     QVERIFY(hub::is_commit_hash(kMain));
