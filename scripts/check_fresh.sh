@@ -11,9 +11,9 @@
 #              suite run there. CI runs this on trixie: the LibTorch 2.x code paths are tested.
 #   --cuda     trixie only: scripts/setup.sh --cuda (Debian's CUDA LibTorch 2.6 and CUDA 12.4
 #              toolkit; cuDNN's download declined, see below), then a configure against that
-#              LibTorch and a build and link of everything with a CUDA role: grpo (grpo worker
-#              included), grpo-studio and the tests that scripts/gpu_check.sh runs on a GPU. CI
-#              runs this. Nothing runs on a GPU here: there is none.
+#              LibTorch and a build and link of everything with a CUDA role: grpo (the engine and
+#              grpo worker), grpo-studio and test_device. CI runs this. Nothing runs on a GPU
+#              here: there is none.
 #   --full     the README's two commands as a newcomer runs them on one fresh root, each timed:
 #              `scripts/demo.sh --demo --steps 10` (headless), then `scripts/test.sh`.
 #   --keep     leave the root in place (its path is printed) instead of removing it.
@@ -156,8 +156,10 @@ Components: $components
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SOURCES
   # apt settings that change how the mirror is reached (proxies, date checks), nothing else
+  # (a host's local files only: one a package owns, such as appstream's, would meet its own
+  # package's conffile in the root and stop dpkg at a prompt)
   for f in /etc/apt/apt.conf.d/*; do
-    [ -f "$f" ] && grep -q '^[[:space:]]*Acquire::' "$f" && cp "$f" "$root/etc/apt/apt.conf.d/"
+    [ -f "$f" ] && grep -q '^[[:space:]]*Acquire::' "$f" && ! dpkg -S "$f" >/dev/null 2>&1 && cp "$f" "$root/etc/apt/apt.conf.d/"
   done
   # The host's network as the root needs it, nothing more: DNS, and the local certificate
   # authorities (an HTTPS proxy's) that the ca-certificates package adds to the root's bundle
@@ -222,9 +224,10 @@ check_install() {
   timed "run dependency_check" in_root "QT_QPA_PLATFORM=offscreen build/release/tests/install/dependency_check"
 }
 
-# The targets with a CUDA role: the CLI (train, worker, bench), the desktop app, and the tests that
-# scripts/gpu_check.sh runs with GRPO_TEST_DEVICE=cuda or against LibTorch 2.x.
-CUDA_TARGETS=(grpo grpo-studio test_device test_model test_model_decode test_model_lora test_trainer test_engine)
+# The targets with a CUDA role: the CLI (the engine, `grpo train`, `grpo worker`, `grpo bench`), the
+# desktop app, and test_device, which scripts/gpu_check.sh runs with GRPO_TEST_DEVICE=cuda (the
+# other tests it runs there are CPU suites that --ctest already runs against LibTorch 2.6).
+CUDA_TARGETS=(grpo grpo-studio test_device)
 
 new_root
 case "$mode" in

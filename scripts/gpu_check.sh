@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
-# The GPU box recipe in one go: builds against PyTorch's own CUDA LibTorch, runs the model and
-# trainer tests on CUDA, benchmarks forward / generate / grpo-step on the GPU, trains the demo for a
-# few steps, and writes every figure to one JSON file.
+# The GPU box recipe in one go: builds against a CUDA LibTorch, runs the model and trainer tests on
+# CUDA, benchmarks forward / generate / grpo-step on the GPU, trains the demo for a few steps, and
+# writes every figure to one JSON file.
+#
+# Two LibTorch sources, picked by what is installed:
+#   Debian 13's own (libtorch-cuda-dev 2.6 + nvidia-cuda-toolkit 12.4 + nvidia-cudnn, from contrib
+#     and non-free; no pip): used when libtorch-cuda-dev is installed and TORCH_PREFIX is unset.
+#     GPU_CHECK_INSTALL=1 on Debian 13 installs them (scripts/setup.sh --demo --cuda).
+#   PyTorch's wheel (torch >= 2.7 with CUDA in $PYTHON, its LibTorch), or a LibTorch folder in
+#     TORCH_PREFIX: everywhere else (Debian 12, Ubuntu, ...).
 #
 # Usage: scripts/gpu_check.sh [OUT_DIR]          (default: build/cuda/gpu-check)
-#   PYTHON=python3        the interpreter whose torch (2.x, a CUDA build) is used
+#   PYTHON=python3        the interpreter whose torch (2.x, a CUDA build) is used; with Debian's
+#                         LibTorch only for PyTorch's side of bench grpo-step (python3-torch-cuda)
 #   GPU_CHECK_STEPS=40    demo steps;  GPU_CHECK_SIZE=100m  benchmark model size (tiny, 25m, 100m)
-#   GPU_CHECK_INSTALL=1   on Debian/Ubuntu, first install the build dependencies with apt
-#                         (scripts/setup.sh --demo --no-libtorch)
-# Needs: an NVIDIA driver (nvidia-smi), PyTorch >= 2.7 built with CUDA in $PYTHON (its LibTorch
-# uses the C++11 ABI that Debian's Qt and yaml-cpp use), the CUDA toolkit's nvcc matching
-# torch.version.cuda (PyTorch's CMake config looks for it), cmake >= 3.25, Ninja, g++ >= 11, and
-# for everything but the benchmarks Qt >= 6.4 (Debian 12, Ubuntu 24.04). Without Qt it builds the
-# engine-only `grpo` (bench, inspect) and says what it skipped. Exits non-zero on any failure.
+#   GPU_CHECK_INSTALL=1   first install the build dependencies with apt: scripts/setup.sh --demo
+#                         --cuda on Debian 13 without a pip torch, else --demo --no-libtorch
+# Needs: an NVIDIA driver (nvidia-smi); NVIDIA's cuDNN 9 (Debian: nvidia-cudnn, which downloads it);
+# for the wheel, PyTorch >= 2.7 (its LibTorch uses the C++11 ABI that Debian's Qt and yaml-cpp use)
+# and the CUDA toolkit's nvcc matching torch.version.cuda (PyTorch's CMake config looks for it);
+# cmake >= 3.25, Ninja, g++ >= 11, and for everything but the benchmarks Qt >= 6.4. Without Qt it
+# builds the engine-only `grpo` (bench, inspect) and says what it skipped. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-build/cuda/gpu-check}"
@@ -29,18 +37,46 @@ die() {  # die WHAT FIX
   [ -z "${2:-}" ] || echo "gpu_check: fix: $2" >&2
   exit 1
 }
+debian_torch() { [ -z "${TORCH_PREFIX:-}" ] && dpkg-query -W -f='${Status}' libtorch-cuda-dev 2>/dev/null | grep -q "install ok installed"; }
+py_torch() { command -v "$PY" >/dev/null && "$PY" -c "import torch" 2>/dev/null; }
+release="$( (. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}") || true)"
+if [ "${GPU_CHECK_INSTALL:-0}" = 1 ]; then
+  if [ "$release" = trixie ] && [ -z "${TORCH_PREFIX:-}" ] && ! py_torch; then scripts/setup.sh --demo --cuda
+  else scripts/setup.sh --demo --no-libtorch; fi
+fi
 
 # ---- 1. preflight: fail early, with the fix ----
 command -v nvidia-smi >/dev/null ||
   die "nvidia-smi not found: no NVIDIA driver" "install the NVIDIA driver (Debian: nvidia-driver from non-free-firmware, or NVIDIA's installer) and reboot"
 nvidia-smi -L >"$OUT/nvidia-smi.txt" 2>&1 ||
   die "nvidia-smi cannot reach the driver: $(head -n1 "$OUT/nvidia-smi.txt")" "check that the kernel module is loaded (lsmod | grep nvidia) and the device is visible"
-command -v "$PY" >/dev/null || die "$PY not found" "install Python 3 and PyTorch, or set PYTHON=/path/to/python"
-"$PY" - >"$OUT/torch.json" <<'EOF' || die "$PY cannot import torch" "$PY -m pip install 'torch>=2.7' (a CUDA build, see pytorch.org)"
+if debian_torch; then
+  torch_from=debian
+  # libtorch_cuda.so needs libcudnn.so.9; Debian's nvidia-cudnn installs it only once NVIDIA's
+  # licence is accepted (it downloads cuDNN then), and leaves a dangling link otherwise.
+  [ -e /usr/lib/x86_64-linux-gnu/libcudnn.so.9 ] ||
+    die "libcudnn.so.9 is missing (or a dangling link): Debian's LibTorch needs NVIDIA's cuDNN" \
+        "sudo dpkg-reconfigure nvidia-cudnn (accept the licence: it downloads cuDNN 9 from NVIDIA)"
+  command -v nvcc >/dev/null || die "nvcc not found" "sudo apt install nvidia-cuda-toolkit (Debian 13, non-free)"
+  torch_version="$(sed -n 's/^#define TORCH_VERSION "\(.*\)"/\1/p' /usr/include/torch/csrc/api/include/torch/version.h 2>/dev/null | head -n1)"
+  gpu_line="$(nvidia-smi --query-gpu=name,compute_cap,memory.total --format=csv,noheader,nounits | head -n1)"
+  python3 - "$torch_version" "$(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')" "$gpu_line" >"$OUT/torch.json" <<'EOF'
+import json, sys
+version, cuda, gpu = sys.argv[1], sys.argv[2], [f.strip() for f in sys.argv[3].split(",")]
+print(json.dumps({"torch": version or "2.x (Debian)", "source": "debian", "cuda": cuda, "cuda_available": True,
+                  "cxx11_abi": True, "cmake_prefix_path": "/usr", "gpu": gpu[0],
+                  "capability": gpu[1] if len(gpu) > 1 else "",
+                  "gpu_memory_gib": round(float(gpu[2]) / 1024, 1) if len(gpu) > 2 else 0}))
+EOF
+else
+  torch_from=wheel
+  command -v "$PY" >/dev/null || die "$PY not found" "install Python 3 and PyTorch, or set PYTHON=/path/to/python"
+  "$PY" - >"$OUT/torch.json" <<'EOF' || die "$PY cannot import torch" "$PY -m pip install 'torch>=2.7' (a CUDA build, see pytorch.org); on Debian 13, GPU_CHECK_INSTALL=1 uses Debian's LibTorch instead"
 import json, torch, torch.utils
 ok = torch.cuda.is_available()
 print(json.dumps({
     "torch": torch.__version__,
+    "source": "wheel",
     "cuda": torch.version.cuda,
     "cuda_available": ok,
     "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
@@ -50,15 +86,18 @@ print(json.dumps({
     "gpu_memory_gib": round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1) if ok else 0,
 }))
 EOF
-tj() { "$PY" -c "import json,sys; print(json.load(open('$OUT/torch.json'))['$1'])"; }
+fi
+tj() { python3 -c "import json,sys; print(json.load(open('$OUT/torch.json'))['$1'])"; }
 torch_version="$(tj torch)"
-[ "${torch_version%%.*}" -ge 2 ] 2>/dev/null ||
-  die "torch $torch_version: PyTorch 2.x is needed" "$PY -m pip install -U 'torch>=2.7'"
-[ "$(tj cuda)" != None ] || die "torch $torch_version is a CPU-only build" "install a CUDA build of torch (pip's default on Linux x86_64 is one)"
-[ "$(tj cuda_available)" = True ] || die "torch $torch_version (CUDA $(tj cuda)) sees no GPU" "the driver is older than CUDA $(tj cuda) needs, or CUDA_VISIBLE_DEVICES hides the GPU"
-[ "$(tj cxx11_abi)" = True ] ||
-  die "torch $torch_version's LibTorch uses the pre-C++11 ABI; Qt, yaml-cpp and CLI11 from the distribution use the C++11 ABI, so nothing would link" \
-      "$PY -m pip install -U 'torch>=2.7' (Linux wheels use the C++11 ABI from 2.7), or unpack the cxx11-abi LibTorch zip and set TORCH_PREFIX=/path/to/libtorch"
+if [ "$torch_from" = wheel ]; then
+  [ "${torch_version%%.*}" -ge 2 ] 2>/dev/null ||
+    die "torch $torch_version: PyTorch 2.x is needed" "$PY -m pip install -U 'torch>=2.7'"
+  [ "$(tj cuda)" != None ] || die "torch $torch_version is a CPU-only build" "install a CUDA build of torch (pip's default on Linux x86_64 is one)"
+  [ "$(tj cuda_available)" = True ] || die "torch $torch_version (CUDA $(tj cuda)) sees no GPU" "the driver is older than CUDA $(tj cuda) needs, or CUDA_VISIBLE_DEVICES hides the GPU"
+  [ "$(tj cxx11_abi)" = True ] ||
+    die "torch $torch_version's LibTorch uses the pre-C++11 ABI; Qt, yaml-cpp and CLI11 from the distribution use the C++11 ABI, so nothing would link" \
+        "$PY -m pip install -U 'torch>=2.7' (Linux wheels use the C++11 ABI from 2.7), or unpack the cxx11-abi LibTorch zip and set TORCH_PREFIX=/path/to/libtorch"
+fi
 prefix="${TORCH_PREFIX:-$(tj cmake_prefix_path)}"
 nvcc="${CUDACXX:-$(command -v nvcc || true)}"
 [ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || nvcc=/usr/local/cuda/bin/nvcc
@@ -67,12 +106,11 @@ nvcc="${CUDACXX:-$(command -v nvcc || true)}"
       "install the CUDA toolkit $(tj cuda) (nvcc), or set CUDACXX=/path/to/nvcc"
 nvcc_dir="$(dirname "$nvcc")"
 export CUDACXX="$nvcc" PATH="$nvcc_dir:$PATH"
-if [ "${GPU_CHECK_INSTALL:-0}" = 1 ]; then scripts/setup.sh --demo --no-libtorch; fi
 for tool in cmake ninja g++; do
   command -v "$tool" >/dev/null || die "$tool not found" "GPU_CHECK_INSTALL=1 scripts/gpu_check.sh (Debian/Ubuntu), or install cmake >= 3.25, ninja-build and g++"
 done
 cap="$(tj capability)"
-say "$(tj gpu) (sm ${cap}), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1), torch $torch_version, CUDA $(tj cuda), nvcc $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+say "$(tj gpu) (sm ${cap}), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1), torch $torch_version ($torch_from), CUDA $(tj cuda), nvcc $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
 
 # ---- 2. configure and build what trains against PyTorch's LibTorch ----
 configure() {  # configure EXTRA_ARGS...
@@ -131,7 +169,11 @@ bench() {  # bench NAME ARGS...
 bench forward-cuda forward --device cuda --size "$SIZE" --seq-len 1024 --batch 8 --iters 5
 bench forward-cpu forward --device cpu --size "$SIZE" --seq-len 512 --batch 1 --iters 2
 bench generate-cuda generate --device cuda --size "$SIZE" --prompts 32 --group 8 --max-tokens 128
-bench grpo-step-cuda grpo-step --device cuda --size "$SIZE" --python "$PY" --script tests/bench/grpo_step_baseline.py
+if py_torch; then
+  bench grpo-step-cuda grpo-step --device cuda --size "$SIZE" --python "$PY" --script tests/bench/grpo_step_baseline.py
+else
+  say "bench grpo-step skipped: $PY has no torch for PyTorch's side of it (Debian 13: sudo apt install python3-torch-cuda)"
+fi
 
 # ---- 5. a short demo run on the GPU ----
 if [ "$engine_only" = 0 ]; then
@@ -146,7 +188,7 @@ if [ "$engine_only" = 0 ]; then
 fi
 
 # ---- 6. one JSON file with every figure ----
-"$PY" - "$OUT" "$build_s" "$engine_only" "$STEPS" <<'EOF'
+python3 - "$OUT" "$build_s" "$engine_only" "$STEPS" <<'EOF'
 import glob, json, os, platform, subprocess, sys, datetime
 out, build_s, engine_only, steps = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4])
 def lines(path):
