@@ -25,10 +25,10 @@ struct RopeScaling {
   // llama3, yarn, dynamic and longrope; 0 = the model's max_position_embeddings.
   int64_t original_max_position_embeddings = 0;
   double beta_fast = 32.0, beta_slow = 1.0;       // yarn
-  std::optional<double> mscale, mscale_all_dim;   // yarn
-  std::optional<double> attention_factor;         // yarn, longrope: cos/sin scale
-  bool truncate = true;                           // yarn
-  std::vector<double> short_factor, long_factor;  // longrope, head_dim/2 each
+  std::optional<double> mscale = {}, mscale_all_dim = {};  // yarn
+  std::optional<double> attention_factor = {};             // yarn, longrope: cos/sin scale
+  bool truncate = true;                                    // yarn
+  std::vector<double> short_factor = {}, long_factor = {};  // longrope, head_dim/2 each
 };
 
 struct ModelConfig {

@@ -26,7 +26,7 @@ struct RewardInput {
   nlohmann::json metadata = nlohmann::json::object();
   // The completion's token ids as sampled (rewards that count tokens read these; empty for an
   // empty completion, or when the caller has none: such rewards then return None).
-  std::vector<int64_t> completion_ids;
+  std::vector<int64_t> completion_ids = {};
 };
 
 // Receives fault events of a reward (the shape of one line of a run's events file, without
