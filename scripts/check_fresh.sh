@@ -248,7 +248,8 @@ case "$mode" in
     timed "cmake --preset release (CUDA LibTorch)" in_root "cmake --preset release -DTORCH_CUDA_ARCH_LIST='8.0;9.0' \
       -DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,/tmp/cudnn-stub -DCMAKE_SHARED_LINKER_FLAGS=-Wl,-rpath-link,/tmp/cudnn-stub \
       >/tmp/configure-cuda.log 2>&1 || { tail -n 40 /tmp/configure-cuda.log; exit 1; }"
-    in_root "grep -q 'libtorch_cuda' build/release/CMakeCache.txt" || fail "CMake did not pick the CUDA LibTorch (no libtorch_cuda in build/release/CMakeCache.txt)"
+    in_root "grep -q '^C10_CUDA_LIBRARY:FILEPATH=.*libc10_cuda' build/release/CMakeCache.txt" ||
+      fail "CMake did not pick the CUDA LibTorch (no C10_CUDA_LIBRARY in build/release/CMakeCache.txt)"
     for t in "${CUDA_TARGETS[@]}"; do
       timed "build and link $t (CUDA LibTorch)" in_root "cmake --build --preset release --target $t"
     done
