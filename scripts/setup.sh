@@ -78,7 +78,7 @@ if [ "$mode" = test ]; then
     xvfb xauth              # the real-window test and screenshots
     clang "$clang_rt"       # libFuzzer, ASan + UBSan + LSan
     openssl                 # the TLS tests make self-signed certificates with the CLI
-    debootstrap             # scripts/check_fresh.sh builds a pristine Debian 12 root
+    debootstrap             # scripts/check_fresh.sh builds pristine Debian 12 and 13 roots
     file                    # CPack's .deb generator (dpkg-shlibdeps) in scripts/check_package.sh
     desktop-file-utils appstream  # that script validates the desktop entry and AppStream metainfo
     chromium                # the browser view's tests, benchmark and screenshot (tests/web), headless
