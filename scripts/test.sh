@@ -48,7 +48,7 @@ if [ "$quick" = 0 ] && [ "${GRPO_FRESH:-1}" != 0 ] && [ ! -e /.grpo-fresh-root ]
     done
   }
   rm -f build/fresh-failed build/fresh-*.log
-  echo "== scripts/check_fresh.sh ${fresh[*]} runs beside the build (build/fresh-*.log)"
+  echo "== beside the build, one after another (build/fresh-*.log):$(printf ' [scripts/check_fresh.sh %s]' "${fresh[@]}")"
   fresh_chain &
   fresh_pid=$!
   # On an early exit (a failed build), stop it (its own traps unmount) and keep our exit status.
