@@ -36,19 +36,22 @@ stage "scripts/setup.sh --test" scripts/setup.sh --test
 fresh_pid=
 fresh=()
 if [ "$quick" = 0 ] && [ "${GRPO_FRESH:-1}" != 0 ] && [ ! -e /.grpo-fresh-root ]; then
-  fresh=("--release bookworm")
-  if [ "${GRPO_FRESH:-1}" != bookworm ]; then fresh+=("--release trixie --ctest" "--release trixie --cuda"); fi
+  # Each check as NAME|OPTIONS; its output goes to build/fresh-NAME.log.
+  fresh=("bookworm|--release bookworm")
+  if [ "${GRPO_FRESH:-1}" != bookworm ]; then fresh+=("trixie-ctest|--release trixie --ctest" "trixie-cuda|--release trixie --cuda"); fi
   mkdir -p build
   fresh_chain() {
-    local args log
-    for args in "${fresh[@]}"; do
-      log="build/fresh-$(echo "$args" | tr -cd 'a-z- ' | sed 's/--release //; s/ --/-/g; s/ //g').log"
+    local check
+    for check in "${fresh[@]}"; do
       # shellcheck disable=SC2086  # the options are words
-      if ! scripts/check_fresh.sh $args >"$log" 2>&1; then echo "$args" >build/fresh-failed; return 1; fi
+      if ! scripts/check_fresh.sh ${check#*|} >"build/fresh-${check%%|*}.log" 2>&1; then
+        echo "${check#*|}" >build/fresh-failed
+        return 1
+      fi
     done
   }
   rm -f build/fresh-failed build/fresh-*.log
-  echo "== beside the build, one after another (build/fresh-*.log):$(printf ' [scripts/check_fresh.sh %s]' "${fresh[@]}")"
+  echo "== beside the build, one after another (build/fresh-*.log):$(printf ' [scripts/check_fresh.sh %s]' "${fresh[@]#*|}")"
   fresh_chain &
   fresh_pid=$!
   # On an early exit (a failed build), stop it (its own traps unmount) and keep our exit status.
