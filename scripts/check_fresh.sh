@@ -188,6 +188,14 @@ in_root() {
     /bin/bash -c "cd /src 2>/dev/null || cd /; $*"
 }
 
+# no_test_tools WHO: the demo's install brought none of what only the tests need.
+no_test_tools() {
+  local p
+  for p in nodejs npm clang python3-torch xvfb; do
+    installed "$p" && fail "$1 installed $p, which only the tests need"
+  done
+  return 0
+}
 installed() { in_root "dpkg-query -W -f='\${Status}' $1 2>/dev/null | grep -q 'install ok installed'"; }
 packages() { chroot "$root" dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' | awk '$1 == "ii" { print $2 }' | sort; }
 
@@ -210,9 +218,7 @@ installs() {
 # then the tests', then a configure of every preset and the smallest program that links it all.
 check_install() {
   installs "scripts/setup.sh --demo" in_root scripts/setup.sh --demo
-  for p in nodejs npm clang python3-torch xvfb; do
-    installed "$p" && fail "scripts/setup.sh --demo installed $p, which only the tests need"
-  done
+  no_test_tools "scripts/setup.sh --demo"
   log "the demo's setup left $(packages | wc -l) packages in all, no nodejs/npm"
   installs "scripts/setup.sh --test" in_root scripts/setup.sh --test
   # Run again, setup installs nothing: every name it checks is one dpkg knows (virtual ones too).
@@ -264,9 +270,7 @@ case "$mode" in
     installs "scripts/demo.sh --demo --steps 10 (setup, build, headless demo)" \
       in_root "scripts/demo.sh --demo --steps 10 --output /tmp/demo-run"
     in_root "test -s /tmp/demo-run/metrics.jsonl && test -d /tmp/demo-run/adapters" || fail "the demo wrote no metrics or adapters"
-    for p in nodejs npm clang python3-torch xvfb; do
-      installed "$p" && fail "scripts/demo.sh installed $p, which only the tests need"
-    done
+    no_test_tools "scripts/demo.sh"
     log "demo: $(in_root 'wc -l < /tmp/demo-run/metrics.jsonl') metrics lines; no test tools installed"
     # The test command next, on the same machine, as a newcomer who tried the demo first would.
     installs "scripts/test.sh (setup, build, every test, package, fuzz, ASan)" in_root scripts/test.sh
