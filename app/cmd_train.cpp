@@ -31,12 +31,6 @@
 
 namespace grpo::cli {
 
-std::string resources_dir() {
-  if (const char* env = std::getenv("GRPO_RESOURCES")) return env;
-  if (is_directory(GRPO_INSTALLED_RESOURCES)) return GRPO_INSTALLED_RESOURCES;
-  return GRPO_SOURCE_RESOURCES;
-}
-
 namespace {
 
 std::atomic<bool> g_stop{false};

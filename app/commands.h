@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/common/error.h"
+#include "core/common/resources.h"
 
 namespace CLI { class App; class Validator; }
 class QCoreApplication;
@@ -53,8 +54,8 @@ void add_sft_commands(CLI::App& app);
 void add_run_bench_commands(CLI::App& app);
 // After add_bench_commands: `bench cluster` and `bench soak` (cmd_bench_cluster.cpp).
 void add_cluster_bench_commands(CLI::App& app);
-// $GRPO_RESOURCES, the installed share dir, or the source tree's resources/.
-std::string resources_dir();
+// resources_dir(): core/common/resources.h ($GRPO_RESOURCES, the installed share dir, or the
+// source tree's resources/), found from grpo::cli by ordinary lookup.
 #endif
 #ifdef GRPO_WITH_EXPORT
 void add_export_commands(CLI::App& app);    // grpo export (cmd_export.cpp)

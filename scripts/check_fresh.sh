@@ -66,6 +66,14 @@ fail() {
   [ ${#timings[@]} -eq 0 ] || { echo "check_fresh[$SUITE]: the steps before it:"; report; }
   exit 1
 }
+cached_build() {  # cached_build LABEL CMD...: timed, then the root's ccache hits and misses in it
+  local label="$1" before hits0 misses0 hits1 misses1; shift
+  before="$(in_root scripts/ccache_stats.sh)"
+  timed "$label" "$@"
+  read -r hits0 misses0 <<<"$before"
+  read -r hits1 misses1 <<<"$(in_root scripts/ccache_stats.sh)"
+  log "$label: ccache $((hits1 - hits0)) hits, $((misses1 - misses0)) misses"
+}
 timed() {  # timed LABEL CMD...: runs CMD, records its wall time under LABEL
   local label="$1" t0=$SECONDS; shift
   log "== $label"
@@ -240,7 +248,7 @@ case "$mode" in
   default) check_install ;;
   ctest)
     check_install
-    timed "build the release tree" in_root "cmake --build --preset release"
+    cached_build "build the release tree" in_root "cmake --build --preset release"
     # ctest's own summary line ("100% tests passed, 0 tests failed out of N") goes to the log.
     timed "ctest --preset release" in_root "ctest --preset release -j2 2>&1 | tee /tmp/ctest.log | grep -E '^(Test project|[0-9]+% tests passed|The following tests FAILED|[[:space:]]+[0-9]+ - )' ; grep -q '^100% tests passed' /tmp/ctest.log || { grep -B2 -A60 -E 'FAILED|Failed' /tmp/ctest.log | tail -n 120; exit 1; }"
     ;;
@@ -257,7 +265,7 @@ case "$mode" in
     in_root "grep -q '^C10_CUDA_LIBRARY:FILEPATH=.*libc10_cuda' build/release/CMakeCache.txt" ||
       fail "CMake did not pick the CUDA LibTorch (no C10_CUDA_LIBRARY in build/release/CMakeCache.txt)"
     for t in "${CUDA_TARGETS[@]}"; do
-      timed "build and link $t (CUDA LibTorch)" in_root "cmake --build --preset release --target $t"
+      cached_build "build and link $t (CUDA LibTorch)" in_root "cmake --build --preset release --target $t"
     done
     # Each links libtorch_cuda.so for real: the CUDA kernels are in the binary's closure.
     for t in "${CUDA_TARGETS[@]}"; do

@@ -29,6 +29,7 @@ stage() {  # stage LABEL CMD...: runs CMD, records its wall time
 # ones keep their own): 5 GB, ccache's default, evicts part of a warm cache every run.
 export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-12G}"
 stage "scripts/setup.sh --test" scripts/setup.sh --test
+ccache_before="$(scripts/ccache_stats.sh)"
 # The pristine roots are mostly downloads and dpkg at first, then the Debian 13 build and tests:
 # they run beside this build as one chain (its output in build/fresh-*.log). Tests on both sides
 # share the machine with builds: none may depend on timing. Not run inside such a root itself
@@ -92,6 +93,10 @@ fi
 total=$((SECONDS - t_start))
 echo "scripts/test.sh: every stage passed in $total s"
 for t in "${stage_times[@]}"; do echo "  $t"; done
+read -r hits0 misses0 <<<"$ccache_before"
+read -r hits1 misses1 <<<"$(scripts/ccache_stats.sh)"
+echo "  this machine's ccache over the run: $((hits1 - hits0)) hits, $((misses1 - misses0)) misses" \
+     "(the roots' own: build/fresh-*.log)"
 # CI has 5,400 s. A warm run (ccache and the roots' caches filled by the last run on this machine)
 # is meant to stay under an hour; past that, say so loudly, so a slower CI is found by this line
 # and not by the day it runs out of time.

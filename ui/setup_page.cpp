@@ -22,6 +22,7 @@
 #include <QVBoxLayout>
 
 #include "core/api/util.h"
+#include "core/api/resources.h"
 #include "core/api/setup.h"
 
 namespace grpo::ui {
@@ -85,18 +86,7 @@ const char* kError = "color: #c62828;";
 
 }  // namespace
 
-QString resources_dir() {
-  const QByteArray env = qgetenv("GRPO_RESOURCES");
-  if (!env.isEmpty()) return QString::fromLocal8Bit(env);
-#ifdef GRPO_INSTALLED_RESOURCES
-  if (QFileInfo(GRPO_INSTALLED_RESOURCES).isDir()) return GRPO_INSTALLED_RESOURCES;
-#endif
-#ifdef GRPO_SOURCE_RESOURCES
-  return GRPO_SOURCE_RESOURCES;
-#else
-  return "resources";
-#endif
-}
+QString resources_dir() { return QString::fromStdString(::grpo::resources_dir()); }
 
 QList<Preset> available_presets() {
   QList<Preset> out;

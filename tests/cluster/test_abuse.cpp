@@ -9,6 +9,7 @@
 // quotes. Every loop is bounded in count and time. Only 127.0.0.1 is used: the starvation case of
 // the issue came from 127.0.0.2-5, which the project's tests may not use, so here the strangers
 // come from the trainer's own address, which is harder (the per-address limit is shared with it).
+#include "tests/common/test_paths.h"
 #include <QElapsedTimer>
 #include <QStandardPaths>
 #include <QTcpSocket>

@@ -3,6 +3,7 @@
 // line of output (one JSON object), and the accounting of every run adds up (nothing lost, nothing
 // twice). Speed is not checked here (that is what the benchmarks and BENCHMARKS.md are for).
 // Both runs together stay well inside the 300 s ctest limit of tests/cluster (about 1 minute).
+#include "tests/common/test_paths.h"
 #include <QProcess>
 #include <QtTest>
 

@@ -5,6 +5,7 @@
 // and leaves the server serving; a client that never finishes the handshake is dropped; bad
 // certificate/key files are named; and `grpo worker --tls-cert/--tls-key` serves completions to a
 // pinned WorkerClient end to end. Fingerprints are checked against openssl's own.
+#include "tests/common/test_paths.h"
 #include <QNetworkAccessManager>
 #include <QProcess>
 #include <QTcpServer>

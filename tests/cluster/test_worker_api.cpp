@@ -5,6 +5,7 @@
 // statuses and messages, the bucket confinement, SHA256SUMS checks (written by coreutils'
 // sha256sum, the format RunDirectory::publish_adapter writes), auth, body limits, pause/resume,
 // and a clean exit on SIGTERM. The process is killed on every path out of the test.
+#include "tests/common/test_paths.h"
 #include <QEventLoop>
 #include <QNetworkAccessManager>
 #include <QNetworkReply>

@@ -2,6 +2,7 @@
 // environment (the test's own unless given), and a bounded wait after which it is killed.
 #pragma once
 
+#include "tests/common/test_paths.h"
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QStringList>

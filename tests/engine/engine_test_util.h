@@ -4,6 +4,7 @@
 // the accounting identities of a run with workers.
 #pragma once
 
+#include "tests/common/test_paths.h"
 #include <QProcess>
 #include <QStringList>
 #include <QTemporaryDir>

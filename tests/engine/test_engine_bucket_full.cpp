@@ -16,6 +16,7 @@
 // - an in-process run whose external reward never answers: every sample is unscorable (advantage
 //   0, counted in sample/unscorable_frac), events.jsonl says reward_timeout with advice, and the
 //   run finishes.
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <fcntl.h>

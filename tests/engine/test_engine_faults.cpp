@@ -2,6 +2,7 @@
 // rounds, then resumed until it finishes. The run must complete with a continuous step count,
 // and nothing in the bucket may be torn: every published adapter matches its SHA256SUMS, every
 // checkpoint is intact, and no half-written temporary directory is visible as a version.
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <random>

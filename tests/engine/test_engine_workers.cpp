@@ -7,6 +7,7 @@
 // twice, and every delivered completion was trained, dropped as stale, or still queued at the end.
 // A second run finds its worker by discovery alone (signed beacons on loopback), and `grpo train
 // --worker URL --no-local-rollouts` does the same from the command line.
+#include "tests/common/test_paths.h"
 #include <QNetworkAccessManager>
 #include <QProcess>
 #include <QUdpSocket>

@@ -6,6 +6,7 @@
 // names, evaluates on the test split, and pins the dataset's snapshot commit in its config. A bad
 // split stops before anything is written, naming the splits that exist.
 // (That the same config learns is measured in BENCHMARKS.md, "Hub dataset".)
+#include "tests/common/test_paths.h"
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>

@@ -5,6 +5,7 @@
 // read-only adapter bucket (bytes equal to the file on disk, and a real `grpo worker` loading an
 // adapter by its bucket URL; "..", encoded "..", symlinks out of
 // adapters/ refused; 404 for missing), and stop ending the process with exit status 0.
+#include "tests/common/test_paths.h"
 #include <QFile>
 #include <QProcess>
 #include <QTcpSocket>

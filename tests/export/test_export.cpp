@@ -10,6 +10,7 @@
 // - model card front matter and numbers from metrics.jsonl; errors list what exists;
 // - TensorBoard event file of the run parses back to the metrics.jsonl values;
 // - init_adapter seeds a policy with an exported adapter.
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <filesystem>

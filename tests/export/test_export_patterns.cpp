@@ -2,6 +2,7 @@
 // a regex target_modules), on a small run directory around the golden qwen2-tied-bf16 model and
 // its PEFT r4 adapter: the PEFT export keeps the plan and each tensor's own rank, the merged
 // export gives PEFT's reference logits, and init_adapter refuses a plan a run cannot carry.
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <filesystem>

@@ -5,6 +5,7 @@
 // model's logits equal base + adapter, and the adapter lists the family's own PEFT module names
 // (Phi-3's fused qkv_proj / gate_up_proj). The logits themselves are checked against transformers
 // in tests/model/test_model.cpp (golden references); this test is about the whole path.
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <nlohmann/json.hpp>

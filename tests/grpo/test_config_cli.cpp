@@ -2,6 +2,7 @@
 // of train and sft, `--set KEY=VALUE`, and the exit statuses a scheduler reads: 2 for usage errors
 // (bad flags, bad config values), 130 / 143 after a graceful stop on SIGINT / SIGTERM. Also the
 // SftConfig key table (core/run/sft_config.h), built on the same machinery as TrainConfig's.
+#include "tests/common/test_paths.h"
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>

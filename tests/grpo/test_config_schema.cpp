@@ -2,6 +2,7 @@
 // with the struct's defaults, a group and a doc, a range for every retunable key; the thin
 // wrappers (is_retunable, config_key_range) and TRL aliases read it; `--set KEY=VALUE` parsing;
 // the `--help-config` listing; and every preset in resources/presets/ validates against it.
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <set>

@@ -3,6 +3,7 @@
 // loss and grad_norm on the same model, adapter and ragged batch, and the JSON carries its keys.
 // No timing assertions (speed lives in BENCHMARKS.md). Skipped only when /usr/bin/python3 or its
 // torch is missing.
+#include "tests/common/test_paths.h"
 #include <QtTest/QtTest>
 
 #include <cmath>

@@ -4,6 +4,7 @@
 // errors (401, 404 repo, 404 file, gated, wrong sha256, hostile file names) each with a clear
 // message and no half file in snapshots/, the real `grpo download` process, and `grpo train` on a
 // config naming a repo id that is in the cache (offline).
+#include "tests/common/test_paths.h"
 #include <cstring>
 #include <QDirIterator>
 #include <QFileInfo>

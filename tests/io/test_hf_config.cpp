@@ -1,6 +1,7 @@
 // Tests for core/io hf_config: the golden config.json files parse to the right values and write back
 // as save_pretrained wrote them; Qwen3 and Llama-3 rope configs; errors for missing fields, wrong
 // types and unsupported models; checkpoint directories, single-file and sharded.
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <functional>

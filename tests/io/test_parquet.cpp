@@ -4,6 +4,7 @@
 // read exactly as hyparquet reads it (the committed .jsonl); schema and column order; nulls and
 // nested chat messages; row-group streaming and limits; corrupted files give a grpo::Error naming
 // the file (and row group and column inside the data); random mutations never crash.
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <fstream>

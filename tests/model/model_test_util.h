@@ -1,6 +1,7 @@
 // Shared helpers for the core/model tests: golden data paths, reference logits, small configs.
 #pragma once
 
+#include "tests/common/test_paths.h"
 #include <string>
 
 #include <nlohmann/json.hpp>

@@ -3,6 +3,7 @@
 // reads them, default split patterns, the Parquet conversion branch, column renames, and errors
 // that name what was searched and what exists. The Parquet files are the reference files of
 // tests/data/parquet (written by parquet-wasm, an Arrow writer nobody here wrote).
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <cstdlib>

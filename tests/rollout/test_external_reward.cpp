@@ -1,6 +1,7 @@
 // Tests for the `external` reward: small python3 programs written at test time that succeed,
 // return null, hang, crash, print garbage, flood stdout or stderr, or stop reading; every test is
 // bounded in time. Also the reply framing and parsing on their own (reward_protocol.h).
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <signal.h>

@@ -9,6 +9,7 @@
 // "match" ("latex" or "expr" alone) and "precision". A row with "known_diff" is a case where we
 // knowingly differ from math_verify (the reason is in the row): the test prints how many there
 // are and FAILS if one of them starts to agree, so the list stays true (drop the mark then).
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <chrono>

@@ -2,6 +2,7 @@
 // top-k/top-p/min-p masks, stop tokens, stop strings and length limits, the empirical sampling
 // distribution, and agreement between the sampler's log-probs and a full teacher-forced forward
 // (the trainer's recomputation): |ratio - 1| <= 1e-4 in fp32.
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <cmath>

@@ -4,6 +4,7 @@
 // tokenizers library (reference ids in data/, made by tests/bench/reference_ids.mjs) and
 // round-trips the demo's prompts; greedy accuracy on 100 held-out problems of the task
 // `grpo train --demo` uses is within [0.2, 0.6] (room left for RL).
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <filesystem>

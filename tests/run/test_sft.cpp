@@ -2,6 +2,7 @@
 // prompt/completion pairs (plain, chat messages + completion, whole conversations) so that the
 // loss falls by a large factor and greedy completions match; LoRA SFT moves only the adapter;
 // init-model is seeded and checks the vocabulary; config and data errors name the key or row.
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <filesystem>

@@ -2,6 +2,7 @@
 // (core/run/step_assembler, step_logger, throughput_advisor): scoring groups against
 // compute_advantages itself, the step's reward statistics by hand (TRL's names and semantics),
 // the records the logger writes and in which order, and the bottleneck verdict's boundaries.
+#include "tests/common/test_paths.h"
 #include <QtTest>
 
 #include <chrono>

@@ -3,6 +3,7 @@
 // the `grpo inspect tokenize` command. Expected chat strings were written out by hand and checked
 // against Jinja2 3.1.6 rendering the same templates with transformers' settings (trim_blocks,
 // lstrip_blocks). Many more templates are compared with @huggingface/jinja in test_chat_golden.
+#include "tests/common/test_paths.h"
 #include <QtTest/QtTest>
 
 #include <sstream>

@@ -5,6 +5,7 @@
 // A template that raises must raise here too, with the template's own message. The few cases
 // where @huggingface/jinja departs from Jinja2 (which transformers runs) are listed in
 // kPythonDiffers with the reason and what Jinja2 does, which is what we check there instead.
+#include "tests/common/test_paths.h"
 #include <QtTest/QtTest>
 
 #include <ctime>

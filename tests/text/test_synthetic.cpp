@@ -5,6 +5,7 @@
 // added tokens with lstrip/rstrip/single_word/normalized, Template/Roberta post-processors and
 // ByteLevel/Metaspace/ByteFallback/Fuse/Strip/Replace/BPEDecoder decoders. The expected ids
 // and texts were produced by Hugging Face tokenizers' Rust core (npm tokenizers 0.23.2).
+#include "tests/common/test_paths.h"
 #include <QtTest/QtTest>
 
 #include "core/text/tokenizer.h"

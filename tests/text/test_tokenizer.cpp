@@ -1,6 +1,7 @@
 // Golden tests for grpo::text::Tokenizer on real tokenizers (Qwen 3 byte-level BPE, Mistral
 // SentencePiece-style BPE with byte fallback): every line of texts.txt must encode to the ids
 // Hugging Face tokenizers' Rust core produced, and decode to what it decodes to.
+#include "tests/common/test_paths.h"
 #include <QtTest/QtTest>
 
 #include <chrono>

@@ -2,6 +2,7 @@
 // tests/bench has been installed with `npm ci --prefix tests/bench`): our ids must equal theirs
 // on ~4 MB of mixed text. Speed is the benchmark's business (`grpo bench tokenize`,
 // BENCHMARKS.md), never an assertion here.
+#include "tests/common/test_paths.h"
 #include <QtTest/QtTest>
 
 #include "tools/tokenizer_bench.h"

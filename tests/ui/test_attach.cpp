@@ -6,6 +6,7 @@
 // a fault's advice in the status bar); Stop ends the process with exit status 0. A wrong token and a bad
 // URL show their errors in place. Loopback only; every wait is bounded; the child is killed if
 // the test leaves early.
+#include "tests/common/test_paths.h"
 #include <QAction>
 #include <QApplication>
 #include <QFile>

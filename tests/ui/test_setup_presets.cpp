@@ -2,6 +2,7 @@
 // resources/presets/ holds (titled by their "# title:" line) and applies them; its hyperparameter
 // fields sit under the table's groups with the table's docs and ranges as tooltips; the retune
 // dialog edits exactly the retunable keys, each with its range and doc. Offscreen widgets.
+#include "tests/common/test_paths.h"
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>

@@ -5,6 +5,7 @@
 // logits --adapter` accepts; the finished run reopened in a second window shows its charts.
 // A fault appended to events.jsonl reaches the status bar (with its advice), the events list and
 // the charts' markers. The live item models run under QAbstractItemModelTester throughout.
+#include "tests/common/test_paths.h"
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QApplication>

@@ -2,6 +2,7 @@
 // against a brute-force reference, CSV export, the item models under QAbstractItemModelTester,
 // the setup page's in-place validation (a bad model folder, an out-of-range value), and the
 // retune dialog's handling of a refusal.
+#include "tests/common/test_paths.h"
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QDir>

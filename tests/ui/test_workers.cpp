@@ -6,6 +6,7 @@
 // (GET /is_paused says true) and Resume undoes it; Remove takes it out of the table and the run
 // goes on with the other; adding it back by URL brings it back up. The model runs under
 // QAbstractItemModelTester throughout. Loopback only; every wait is bounded.
+#include "tests/common/test_paths.h"
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QLineEdit>
