@@ -28,6 +28,11 @@ const DATA_ROUTES = [
   ['POST', '/grpo/run/pause'], ['POST', '/grpo/run/resume'], ['POST', '/grpo/run/stop'], ['POST', '/grpo/run/retune'],
 ];
 
+// How long a check may wait for the training run to get somewhere (a step, a point on a chart,
+// a published adapter, a retune applied at the next step): the run's pace on a loaded machine,
+// not a speed target. CI builds beside this test; a budget of a few seconds failed there.
+const RUN_PACE_MS = 120000;
+
 const text = (page, sel) => page.$eval(sel, (e) => e.textContent.trim()).catch(() => null);
 const stepOnPage = async (page) => Number(await text(page, '[data-metric="step"]'));
 
@@ -88,20 +93,23 @@ async function liveChecks(browser, base, token, runDir, train) {
     const where = await page.evaluate(() => ({ hash: location.hash, href: location.href, stored: sessionStorage.length }));
     if (where.hash !== '' || where.href.includes(token)) throw new Error('token still in the address bar: ' + where.href);
     if (where.stored !== 1) throw new Error('token not in sessionStorage');
-    await waitFor('a step >= 1 in [data-metric="step"]', async () => (await stepOnPage(page)) >= 1, 30000);
+    await waitFor('a step >= 1 in [data-metric="step"]', async () => (await stepOnPage(page)) >= 1, RUN_PACE_MS);
     const api = (await apiGet(base, '/grpo/run', token)).json;
     const shown = await stepOnPage(page);
     if (Math.abs(api.step - shown) > 3) throw new Error(`page shows step ${shown}, the run is at ${api.step}`);
   });
   await checks.step('the reward, staleness and throughput charts are drawn (canvas, with data)', async () => {
     for (const id of ['reward', 'staleness', 'throughput']) {
-      await page.waitForSelector(`[data-chart="${id}"][data-points]:not([data-points="0"]) canvas`, { timeout: 15000 });
-      await waitFor(`the ${id} chart's line`, async () => (await linePixels(page, id)) > 20, 5000);
+      // Two points make a line: wait for the run to log them, then for the canvas to show it.
+      await page.waitForFunction((c) => Number(document.querySelector(`[data-chart="${c}"]`)?.dataset.points || 0) >= 2,
+        { timeout: RUN_PACE_MS }, id);
+      await page.waitForSelector(`[data-chart="${id}"] canvas`, { timeout: 15000 });
+      await waitFor(`the ${id} chart's line`, async () => (await linePixels(page, id)) > 20, 30000);
     }
   });
   await checks.step('pause acts on the run: the state says paused and the step stops', async () => {
     await page.click('#pause');
-    await page.waitForFunction(() => document.querySelector('[data-metric="state"]').textContent === 'paused', { timeout: 20000 });
+    await page.waitForFunction(() => document.querySelector('[data-metric="state"]').textContent === 'paused', { timeout: RUN_PACE_MS });
     const a = (await apiGet(base, '/grpo/run', token)).json;
     if (!a.paused) throw new Error('/grpo/run says not paused');
     await new Promise((r) => setTimeout(r, 2500));
@@ -113,7 +121,7 @@ async function liveChecks(browser, base, token, runDir, train) {
     const before = (await apiGet(base, '/grpo/run', token)).json.step;
     await page.click('#resume');
     await page.waitForFunction(() => document.querySelector('[data-metric="state"]').textContent === 'running', { timeout: 10000 });
-    await waitFor('the step to move after resume', async () => (await apiGet(base, '/grpo/run', token)).json.step > before, 20000);
+    await waitFor('the step to move after resume', async () => (await apiGet(base, '/grpo/run', token)).json.step > before, RUN_PACE_MS);
   });
   await checks.step('pause and resume show as markers on the charts', async () => {
     await page.waitForSelector('[data-chart="reward"] .marker[data-kind="pause"]', { timeout: 10000 });
@@ -133,17 +141,22 @@ async function liveChecks(browser, base, token, runDir, train) {
     await page.$eval('#rt-learning_rate', (e) => { e.value = '0.0005'; e.dispatchEvent(new Event('input')); });
     await page.click('#retune-apply');
     await page.waitForSelector('#retune-dialog:not([open])', { timeout: 10000 });
-    await page.waitForSelector('[data-chart="reward"] .marker[data-kind="retune"]', { timeout: 20000 });
+    await page.waitForSelector('[data-chart="reward"] .marker[data-kind="retune"]', { timeout: RUN_PACE_MS });
     await page.waitForSelector('[data-chart="throughput"] .marker[data-kind="retune"]', { timeout: 5000 });
     const ev = await page.$eval('#events li[data-kind="retune"]', (e) => e.textContent);
     if (!/learning_rate .* → 0\.0005/.test(ev)) throw new Error('retune event reads: ' + ev);
   });
   await checks.step('samples, adapter versions and the events list are filled; an adapter file downloads with the token', async () => {
-    await page.waitForSelector('#samples tbody tr', { timeout: 15000 });
+    await page.waitForSelector('#samples tbody tr', { timeout: RUN_PACE_MS });
     // Each reward function's own score beside the total.
     const parts = await page.$$eval('#samples tbody tr:first-child td .part', (l) => l.map((e) => e.textContent));
     if (!parts.length || !parts.every((t) => /^\S+ (-?[\d.]+(e[-+]?\d+)?|—)$/.test(t))) throw new Error('per-function rewards: ' + JSON.stringify(parts));
-    await page.waitForSelector('#adapters li button', { timeout: 20000 });
+    // The run publishes adapter versions at its own pace; the page asks for them every 5 s.
+    await waitFor('a published adapter version (/grpo/dashboard/adapters)', async () => {
+      const r = await apiGet(base, '/grpo/dashboard/adapters', token);
+      return Array.isArray(r.json) && r.json.length > 0;
+    }, RUN_PACE_MS, 500);
+    await page.waitForSelector('#adapters li button', { timeout: 30000 });
     const bytes = await page.evaluate(async (t) => {
       const v = document.querySelector('#adapters li').dataset.version;
       const r = await fetch(`/grpo/dashboard/adapter/${v}/adapter_config.json`, { headers: { Authorization: 'Bearer ' + t } });
