@@ -67,12 +67,10 @@ fail() {
   exit 1
 }
 cached_build() {  # cached_build LABEL CMD...: timed, then the root's ccache hits and misses in it
-  local label="$1" before hits0 misses0 hits1 misses1; shift
+  local label="$1" before; shift
   before="$(in_root scripts/ccache_stats.sh)"
   timed "$label" "$@"
-  read -r hits0 misses0 <<<"$before"
-  read -r hits1 misses1 <<<"$(in_root scripts/ccache_stats.sh)"
-  log "$label: ccache $((hits1 - hits0)) hits, $((misses1 - misses0)) misses"
+  log "$label: ccache $(in_root "scripts/ccache_stats.sh --since '$before'")"
 }
 timed() {  # timed LABEL CMD...: runs CMD, records its wall time under LABEL
   local label="$1" t0=$SECONDS; shift

@@ -93,9 +93,7 @@ fi
 total=$((SECONDS - t_start))
 echo "scripts/test.sh: every stage passed in $total s"
 for t in "${stage_times[@]}"; do echo "  $t"; done
-read -r hits0 misses0 <<<"$ccache_before"
-read -r hits1 misses1 <<<"$(scripts/ccache_stats.sh)"
-echo "  this machine's ccache over the run: $((hits1 - hits0)) hits, $((misses1 - misses0)) misses" \
+echo "  this machine's ccache over the run: $(scripts/ccache_stats.sh --since "$ccache_before")" \
      "(the roots' own: build/fresh-*.log)"
 # CI has 5,400 s. A warm run (ccache and the roots' caches filled by the last run on this machine)
 # is meant to stay under an hour; past that, say so loudly, so a slower CI is found by this line
