@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Check that cmake/moc_project_includes (moc without LibTorch's and the compiler's include folders)
 generates exactly the code that moc generates with a target's whole include path, for every file
-AUTOMOC gives moc in a configured and built tree. Prints the CPU time of both.
+AUTOMOC gives moc in a configured and built tree. Prints the wall time of both, summed.
 
 Usage: scripts/check_moc_output.py [--sample N] [BUILD_DIR]   (default build/release; run after a
 build, which writes the moc_predefs.h files). Exits non-zero on any difference, or if a target's
-AUTOMOC does not go through moc_project_includes. About 5 s of CPU per file with the whole include
+AUTOMOC does not go through moc_project_includes. About 5 s per file with the whole include
 path, so minutes for a whole tree; CTest's check_moc_output compares --sample 3 (the first, middle
 and last input) and checks every target's moc; the whole tree's result is in BENCHMARKS.md.
 """
 import concurrent.futures
+import functools
 import json
 import os
 import pathlib
@@ -33,6 +34,7 @@ def moc_jobs(build):
                 yield info_path.parent.name, info["QT_MOC_EXECUTABLE"], includes, base, path
 
 
+@functools.lru_cache(maxsize=None)
 def real_moc(wrapper):
     """The moc that the generated wrapper execs (its last line: exec "MOC" "$@")."""
     for line in pathlib.Path(wrapper).read_text().splitlines():
