@@ -2,7 +2,9 @@
 # The layering rules that a compiler cannot check (docs/ARCHITECTURE.md), as one test:
 #  1. only core/run/run_dir.* spells the names of a run's JSONL files (everything else asks RunDirectory);
 #  2. ui/ includes no core header outside the facade, core/api/;
-#  3. no function in core/run is longer than 80 lines (scripts/function_lengths.py).
+#  3. no function in core/run is longer than 80 lines (scripts/function_lengths.py);
+#  4. no tracked source, script, CMake or Markdown file points outside the repository (the design
+#     notes and the facts file docs/ replaced, or the shared folder beside the checkout): cite docs/.
 # Exits non-zero naming every violation. Run from anywhere: scripts/check_layers.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +24,21 @@ fi
 if ! python3 scripts/function_lengths.py --max 80 --top 3 core/run; then
   echo "a function in core/run is longer than 80 lines (listed above)"
   status=1
+fi
+# Bracketed so that this file does not match itself.
+outside_refs='DESIGN[.]md\|facts[.]md\|facts[ ]§\|[.][.]/shared/'
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  outside=$(git ls-files -z -- '*.cpp' '*.h' '*.c' '*.cc' '*.hpp' '*.py' '*.sh' '*.js' '*.mjs' '*.html' \
+              '*.css' '*.txt' '*.cmake' '*.in' '*.md' | grep -zv '\(^\|/\)node_modules/' |
+            xargs -0 -r grep -sn "$outside_refs")
+  if [ -n "$outside" ]; then
+    echo "references to files outside the repository (cite docs/ARCHITECTURE.md, formulas.md, formats.md,"
+    echo "workers.md or dashboard.md instead; docs/ holds what those notes said):"
+    echo "$outside"
+    status=1
+  fi
+else
+  echo "not a git checkout: references outside the repository not checked"
 fi
 [ "$status" = 0 ] && echo "layers: ok"
 exit "$status"

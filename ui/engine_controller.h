@@ -1,8 +1,8 @@
-// EngineController: the GUI side of the engine (DESIGN.md, Threads). It owns an EngineSession
-// (the engine on its own thread); commands go down as plain calls (thread-safe, non-blocking),
-// results come up through a mutex-guarded inbox that is drained on the GUI thread at most
-// ~25 times per second, so a fast engine never floods the event loop. Every signal carries
-// copied value types and is emitted on the GUI thread.
+// EngineController: the GUI side of the engine (docs/ARCHITECTURE.md, "The threads of a run"). It
+// owns an EngineSession (the engine on its own thread); commands go down as plain calls
+// (thread-safe, non-blocking), results come up through a mutex-guarded inbox that is drained on the
+// GUI thread at most ~25 times per second, so a fast engine never floods the event loop. Every
+// signal carries copied value types and is emitted on the GUI thread.
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,5 @@
-// MainWindow: layout and wiring only (DESIGN.md, Layers): the pages (run setup, dashboard,
-// samples, adapters, runs, workers), the toolbar and menus (Start, Pause, Resume, Stop,
+// MainWindow: layout and wiring only (docs/ARCHITECTURE.md, "Layers"): the pages (run setup,
+// dashboard, samples, adapters, runs, workers), the toolbar and menus (Start, Pause, Resume, Stop,
 // Retune..., Export... with shortcuts), and the status bar (step, policy version, ETA,
 // progress). Work happens in EngineController and the pages; settings persist in QSettings.
 #pragma once

@@ -1,7 +1,8 @@
 // MetricStore: the dashboard's bounded history of a run's metrics (one series per TRL metric
 // name, x = optimizer step) and its control events (pause, resume, retune, ...), plus the
-// min/max downsampling that keeps a redraw cheap however long the run is (DESIGN.md, Habits:
-// bounded stores, redraw with replace()). Plain data; lives on the GUI thread.
+// min/max downsampling that keeps a redraw cheap however long the run is (docs/ARCHITECTURE.md,
+// "The dashboard's stores": bounded stores, redraw with replace()). Plain data; lives on the GUI
+// thread.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,8 @@
-// AdapterStore: the LoRA adapters a worker has loaded, by lora_name (vLLM's runtime LoRA
-// updating, facts §5.2). Each adapter is its own CausalLM whose base weights alias the worker's
-// base model (no copy) with the adapter's LoRA factors attached, so requests for different
-// versions can be served side by side and an in-flight batch keeps its adapter alive after an
-// unload (shared_ptr).
+// AdapterStore: the LoRA adapters a worker has loaded, by lora_name (vLLM's runtime LoRA updating;
+// docs/workers.md, "Loading and unloading adapters"). Each adapter is its own CausalLM whose base
+// weights alias the worker's base model (no copy) with the adapter's LoRA factors attached, so
+// requests for different versions can be served side by side and an in-flight batch keeps its
+// adapter alive after an unload (shared_ptr).
 //
 // Paths are confined to the bucket root: lora_path (absolute, or relative to the root) and every
 // file read must resolve (realpath, symlinks followed) inside it, otherwise 400. A directory that

@@ -1,6 +1,6 @@
-// Discovery beacons (DESIGN.md, Workers and the wire): a small JSON announcement a worker sends
-// over UDP every few seconds, signed with HMAC-SHA256 under a key derived from the cluster token.
-// A beacon is accepted only when its signature matches, its nonce has not been seen before
+// Discovery beacons (docs/workers.md, "Discovery beacons"): a small JSON announcement a worker
+// sends over UDP every few seconds, signed with HMAC-SHA256 under a key derived from the cluster
+// token. A beacon is accepted only when its signature matches, its nonce has not been seen before
 // (replay) and its time is within the allowed skew of ours (stale or from the future).
 //
 // Wire form (one datagram): {"grpo_beacon":1,"payload":"<JSON text>","sig":"<hex HMAC of payload>"}

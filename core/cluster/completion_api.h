@@ -1,8 +1,8 @@
-// The /v1/completions wire format of vLLM's OpenAI-compatible server (facts §5.1): parsing and
-// validating a request body into a CompletionJob, and building the CompletionResponse JSON from
-// the sampler's completions. Prompts are token ids (a list, or a list of lists); strings are
-// tokenized. Only `logprobs: 0` (or null) is served: the sampled token's processed log-prob.
-// Unknown fields are ignored, as vLLM does.
+// The /v1/completions wire format of vLLM's OpenAI-compatible server (docs/workers.md, "Completion
+// request" and "Completion response"): parsing and validating a request body into a CompletionJob,
+// and building the CompletionResponse JSON from the sampler's completions. Prompts are token ids (a
+// list, or a list of lists); strings are tokenized. Only `logprobs: 0` (or null) is served: the
+// sampled token's processed log-prob. Unknown fields are ignored, as vLLM does.
 #pragma once
 
 #include <cstdint>

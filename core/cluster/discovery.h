@@ -1,9 +1,9 @@
-// Discovery over UDP (DESIGN.md, Workers and the wire). A worker runs a BeaconSender that sends
-// its signed beacon (beacon.h) every few seconds to a group:port (multicast by default; tests use
-// 127.0.0.1 unicast). The trainer runs a WorkerDirectory that listens on that port, keeps the
+// Discovery over UDP (docs/workers.md, "Discovery beacons"). A worker runs a BeaconSender that
+// sends its signed beacon (beacon.h) every few seconds to a group:port (multicast by default; tests
+// use 127.0.0.1 unicast). The trainer runs a WorkerDirectory that listens on that port, keeps the
 // workers whose beacons verify, and forgets a worker that has been silent for `forget_after_s`.
-// Both are QObjects living in the thread that created them; they need that thread's event loop,
-// or WorkerDirectory::poll() called from time to time.
+// Both are QObjects living in the thread that created them; they need that thread's event loop, or
+// WorkerDirectory::poll() called from time to time.
 #pragma once
 
 #include <QObject>

@@ -1,5 +1,5 @@
 // PrefixRouter: KV-prefix affinity for completion requests, the rules of the reference proxy
-// (facts §5.5, src/lora_proxy.py in AmineDiro/hfjobs-lora-buckets):
+// (src/lora_proxy.py in AmineDiro/hfjobs-lora-buckets; docs/workers.md, "Prefix-affinity routing"):
 // - a prompt's token ids are cut into whole 16-token blocks, hashed in a chain seeded with the
 //   model/adapter name (blake2b);
 // - every block remembers the workers that have served it and up to 2 distinct successor blocks;

@@ -1,5 +1,7 @@
-// Router: the trainer's dispatcher over many rollout workers (DESIGN.md, Workers and the wire;
-// the reference proxy of facts §5.5, run inside the trainer process instead of beside it).
+// Router: the trainer's dispatcher over many rollout workers (docs/workers.md, "Prefix-affinity
+// routing", "All-or-nothing adapter broadcast", "Re-dispatch"; the reference proxy of
+// AmineDiro/hfjobs-lora-buckets, src/lora_proxy.py, run inside the trainer process instead of
+// beside it).
 // - complete(): routes each completion request to one worker by KV-prefix affinity
 //   (prefix_router.h) and blocks until every request is answered or the deadline passes;
 // - load_adapter(): broadcasts an adapter load all-or-nothing (per-worker retry while the answer

@@ -1,4 +1,4 @@
-// WorkerClient: the facts §5 request/response shapes over QNetworkAccessManager.
+// WorkerClient: the request/response shapes of docs/workers.md over QNetworkAccessManager.
 #include "core/common/json_limits.h"
 #include "core/cluster/worker_client.h"
 
@@ -37,7 +37,7 @@ const nlohmann::json* field(const nlohmann::json& obj, const std::string& key, c
                             const std::string& path) {
   if (!obj.is_object() || !obj.contains(key))
     throw Error(where, "completion response: missing field " + path + key,
-                "the worker must answer in vLLM's CompletionResponse shape (facts §5.1) with return_token_ids");
+                "the worker must answer in vLLM's CompletionResponse shape with return_token_ids");
   return &obj[key];
 }
 

@@ -1,8 +1,9 @@
 // WorkerClient: HTTP to one rollout worker (`grpo worker` or a vLLM server) with the request and
-// response shapes of facts §5: POST /v1/completions with token-id prompts, `n`, `logprobs: 0` and
-// `return_token_ids`; load/unload of LoRA adapters; /health; /v1/models; /pause; /resume. Every
-// request carries `Authorization: Bearer <cluster token>` and a transfer timeout. https:// URLs
-// work; `pins` (tls.h) make a self-signed worker certificate with one of those fingerprints trusted.
+// response shapes of docs/workers.md ("Completion request", "Completion response"): POST
+// /v1/completions with token-id prompts, `n`, `logprobs: 0` and `return_token_ids`; load/unload of
+// LoRA adapters; /health; /v1/models; /pause; /resume. Every request carries `Authorization: Bearer
+// <cluster token>` and a transfer timeout. https:// URLs work; `pins` (tls.h) make a self-signed
+// worker certificate with one of those fingerprints trusted.
 //
 // Calls are asynchronous (a callback runs in the thread that owns the QNetworkAccessManager, from
 // its event loop); call_sync() runs a local event loop for callers that want to block. The
@@ -53,7 +54,7 @@ struct CompletionResponse {
   std::string adapter_sha256;             // grpo.sha256: the weights hash the worker reports ("" = none)
 };
 
-// The body TRL's rollout worker sends (facts §1.4 / §5.1).
+// The body TRL's rollout worker sends (docs/workers.md, "Completion request").
 nlohmann::json completion_request_json(const CompletionRequest& r);
 // Parses a /v1/completions response; throws grpo::Error naming `where` (the worker URL) and the
 // field that is missing or has the wrong type.

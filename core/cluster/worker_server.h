@@ -1,6 +1,6 @@
 // WorkerServer: what `grpo worker` serves. A base model (read-only) plus LoRA adapters loaded
 // from the bucket at runtime, behind the subset of vLLM's OpenAI-compatible server that an async
-// GRPO trainer uses (DESIGN.md "Workers and the wire", facts §5):
+// GRPO trainer uses (docs/workers.md, "Routes"):
 //   POST /v1/completions                       token-id prompts, n, logprobs: 0, return_token_ids
 //   POST /v1/load_lora_adapter, /v1/unload_lora_adapter
 //   GET  /health, /v1/models, /is_paused, /server_info, /get_world_size, /version

@@ -1,5 +1,5 @@
 // GRPO advantages: weighted reward sums with None/NaN semantics, group-relative baselines and
-// reward scaling (reference/facts.md §1.3 and §2.2). Pure functions on tensors.
+// reward scaling (docs/formulas.md, "Rewards" and "Group advantages"). Pure functions on tensors.
 #pragma once
 
 #include <string>

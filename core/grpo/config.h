@@ -1,9 +1,9 @@
-// The run configuration, with TRL's hyperparameter names (DESIGN.md, Config). Loaded from JSON or
-// YAML; an unknown key or a bad value is an error naming the file, the key, the value, what is
-// allowed, and the nearest known key. Every field is described once, in the key table of
-// config.cpp (type, range, default, retunable, group, doc): train_config_schema() hands it out as
-// plain data (config_schema.h), and validation, live retunes, `--set`, `--help-config`, the app's
-// forms and the resolved config.json of a run all read it.
+// The run configuration, with TRL's hyperparameter names (docs/ARCHITECTURE.md, "The config").
+// Loaded from JSON or YAML; an unknown key or a bad value is an error naming the file, the key, the
+// value, what is allowed, and the nearest known key. Every field is described once, in the key
+// table of config.cpp (type, range, default, retunable, group, doc): train_config_schema() hands it
+// out as plain data (config_schema.h), and validation, live retunes, `--set`, `--help-config`, the
+// app's forms and the resolved config.json of a run all read it.
 #pragma once
 
 #include <optional>
@@ -119,8 +119,8 @@ TrainConfig load_train_config(const std::string& path);
 // The key table of TrainConfig: one row per key of to_json(), in table order, under its group.
 const std::vector<ConfigKeyInfo>& train_config_schema();
 
-// All known keys, and whether a key may be changed on a live run (DESIGN.md, retune): thin
-// wrappers over train_config_schema().
+// All known keys, and whether a key may be changed on a live run (docs/ARCHITECTURE.md,
+// "Retuning a live run"): thin wrappers over train_config_schema().
 std::vector<std::string> config_keys();
 bool is_retunable(const std::string& key);
 // What a key may hold, worded as its errors word it ("[0, 1]", "> 0", "one of ..."); "" for an

@@ -1,6 +1,7 @@
 // The GRPO policy loss: per-token clipped surrogate against the sampler's behaviour log-probs,
 // optional k3 KL to the reference (base) policy, and the loss_type aggregations of TRL
-// (reference/facts.md §1.3, §2.3). Pure function of tensors; metrics come back as doubles.
+// (docs/formulas.md, "Importance ratio" through "Loss aggregation", and "Loss metrics"). Pure
+// function of tensors; metrics come back as doubles.
 #pragma once
 
 #include <map>

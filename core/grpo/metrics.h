@@ -1,7 +1,8 @@
 // A logging window of metrics reduced to one value per name exactly as TRL's _reduce_metric does
-// (facts.md §1.6): (numerator, denominator) pairs are rates Σnum/Σden; a name containing the
-// word "total" is a counter (summed); "max"/"min" names take the extreme; the rest are gauges
-// (averaged). Words are the pieces of the name split at '/', '_' and '.'.
+// (docs/formulas.md, "Metric window reduction"): (numerator, denominator) pairs are rates
+// Σnum/Σden; a name containing the word "total" is a counter (summed); "max"/"min" names take the
+// extreme; the rest are gauges (averaged). Words are the pieces of the name split at '/', '_'
+// and '.'.
 #pragma once
 
 #include <map>

@@ -1,6 +1,7 @@
-// Trainer-side batching (TRL AsyncGRPO, facts.md §1.2 token_budget): pack samples into
-// padding-free rows of at most `token_budget` tokens (first-fit decreasing, so rows fill well and
-// Σ L² stays balanced), or take fixed-count micro-batches when token_budget <= 0.
+// Trainer-side batching (TRL AsyncGRPO's token_budget; docs/formulas.md, "Token budget
+// packing"): pack samples into padding-free rows of at most `token_budget` tokens (first-fit
+// decreasing, so rows fill well and Σ L² stays balanced), or take fixed-count micro-batches when
+// token_budget <= 0.
 // Pure index arithmetic; the model core's packed-row forward consumes the rows.
 #pragma once
 
@@ -14,7 +15,7 @@ namespace grpo::grpo {
 struct PackedBatches {
   std::vector<std::vector<int64_t>> rows;  // sample indices per row (one row = one micro-batch)
   std::vector<int64_t> dropped_oversize;   // samples longer than the budget
-  // batch/* metrics of facts.md §1.6 for this step.
+  // batch/* metrics of docs/formulas.md, "Token budget packing", for this step.
   std::map<std::string, double> metrics;
 };
 

@@ -1,6 +1,8 @@
 // The TRL / PEFT key table and the translation onto TrainConfig's keys. Sources: trl
 // GRPOConfig, experimental AsyncGRPOConfig, ModelConfig, ScriptArguments; transformers
-// TrainingArguments; peft LoraConfig (reference/facts.md §1.2, §2.1, §3).
+// TrainingArguments; peft LoraConfig (docs/ARCHITECTURE.md, "The config"; what differs from TRL:
+// docs/formulas.md, "Differences from TRL"; PEFT keys: docs/formats.md, "adapter_config.json as
+// read").
 #include "core/grpo/trl_keys.h"
 
 #include <algorithm>

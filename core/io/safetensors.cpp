@@ -1,7 +1,7 @@
 // safetensors reader and writer. Reading: map the file (or take an owned buffer), parse the JSON
 // header while watching for duplicate keys, validate every entry, then check that the sorted
-// buffers tile the data section exactly (reference/facts.md §4). Writing: the reference writer's
-// byte layout, so a file we read and write back is byte-identical.
+// buffers tile the data section exactly (docs/formats.md, "Validation rules"). Writing: the
+// reference writer's byte layout, so a file we read and write back is byte-identical ("Writing").
 #include "core/common/json_limits.h"
 #include "core/io/safetensors.h"
 

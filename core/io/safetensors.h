@@ -1,5 +1,6 @@
 // safetensors: read (mmap, zero-copy views) and write (atomic), with every validation rule of the
-// format (reference/facts.md §4). Each error names the file and, where there is one, the tensor.
+// format (docs/formats.md, "safetensors"). Each error names the file and, where there is one, the
+// tensor.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// PEFT LoRA adapters on disk (reference/facts.md §3): adapter_config.json (the classic key set,
-// sorted, indent 2) and adapter_model.safetensors with keys
+// PEFT LoRA adapters on disk (docs/formats.md, "PEFT adapter folder"): adapter_config.json (the
+// classic key set, sorted, indent 2) and adapter_model.safetensors with keys
 // base_model.model.model.layers.{L}.self_attn.q_proj.lora_A.weight (no adapter-name segment),
 // F32 tensors, metadata {"format": "pt"}. Both files are written atomically.
 #pragma once

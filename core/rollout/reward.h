@@ -3,8 +3,9 @@
 //
 // A reward scores a batch of (prompt, completion, answer, metadata) samples. It may return None
 // (std::nullopt) for a sample it cannot score; RewardSet turns None into NaN, the value
-// grpo::grpo::compute_advantages expects in its (F, B) per-function tensor (facts.md §1.3, §2.2:
-// rewards are summed with nansum; a sample every function returned None for is unscorable).
+// grpo::grpo::compute_advantages expects in its (F, B) per-function tensor (docs/formulas.md,
+// "Rewards": rewards are summed with nansum; a sample every function returned None for is
+// unscorable).
 #pragma once
 
 #include <cstdint>
@@ -39,7 +40,7 @@ public:
   virtual ~RewardFunction() = default;
   // Rewards that can fail at run time (external programs) report faults here; others ignore it.
   virtual void set_event_sink(RewardEventSink) {}
-  // The name metrics use: "rewards/<name>/mean" (facts.md §1.6).
+  // The name metrics use: "rewards/<name>/mean" (docs/formulas.md, "Reward metrics").
   virtual std::string name() const = 0;
   // True for a 1/0 verdict on the sample's answer (accuracy, accuracy_reward, ...): eval/accuracy
   // is the mean of the first such function of a run's set (RewardSet::accuracy_function).

@@ -276,6 +276,8 @@ void Engine::apply_pending_retunes(int64_t step) {
     }
     trainer_->retune(cfg_);
     pipeline_->set_config(cfg_);
+    if (changes.contains("max_staleness"))
+      for (auto& s : sources_) s->on_max_staleness(cfg_.max_staleness);
     event({{"event", "retune"}, {"applied_at_step", step}, {"old", old_values}, {"new", changes}});
   }
 }

@@ -1,9 +1,9 @@
-// Engine: the asynchronous GRPO run (DESIGN.md, Threads). Its RolloutPipeline (producers, the
-// scorer, the bounded queues and the staleness filter) generates while the trainer loop here
-// (the caller's thread) assembles each step from scored groups (StepAssembler), trains,
-// publishes a new adapter version into the bucket every weight_sync_steps, evaluates, logs
-// (StepLogger) and checkpoints. Generation and training never wait for each other except
-// through the bounded queues (back-pressure). Control (pause, resume, stop, retune) is
+// Engine: the asynchronous GRPO run (docs/ARCHITECTURE.md, "The threads of a run"). Its
+// RolloutPipeline (producers, the scorer, the bounded queues and the staleness filter) generates
+// while the trainer loop here (the caller's thread) assembles each step from scored groups
+// (StepAssembler), trains, publishes a new adapter version into the bucket every weight_sync_steps,
+// evaluates, logs (StepLogger) and checkpoints. Generation and training never wait for each other
+// except through the bounded queues (back-pressure). Control (pause, resume, stop, retune) is
 // thread-safe and takes effect at the next step boundary.
 #pragma once
 

@@ -1,11 +1,11 @@
-// EngineSession: the Engine on its own thread behind a torch-free facade, for front ends that
-// must not see torch (ui/, DESIGN.md Layers). start() returns at once; the model loads and the
-// run proceeds on the session's thread. Step reports, run events (as the engine raises them, even
-// while a full bucket holds them back from the run's events file, plus lines other writers append
-// there) and state changes come back through callbacks invoked on session threads: the receiver
-// copies them and hands them to its own thread (EngineController queues them to the GUI). Control
-// calls are thread-safe and may come before the engine exists (a pause or stop given while the
-// model loads is applied once it has).
+// EngineSession: the Engine on its own thread behind a torch-free facade, for front ends that must
+// not see torch (ui/, docs/ARCHITECTURE.md "Layers"). start() returns at once; the model loads and
+// the run proceeds on the session's thread. Step reports, run events (as the engine raises them,
+// even while a full bucket holds them back from the run's events file, plus lines other writers
+// append there) and state changes come back through callbacks invoked on session threads: the
+// receiver copies them and hands them to its own thread (EngineController queues them to the GUI).
+// Control calls are thread-safe and may come before the engine exists (a pause or stop given while
+// the model loads is applied once it has).
 #pragma once
 
 #include <cstdint>

@@ -115,7 +115,8 @@ struct Staged {
   }
 };
 
-// The PEFT key of a LoRA factor on a decoder projection, Phi-3's fused ones included (facts §3).
+// The PEFT key of a LoRA factor on a decoder projection, Phi-3's fused ones included
+// (docs/formats.md, "Tensor names").
 const std::regex& peft_key_pattern() {
   static const std::regex re(
       R"(base_model\.model\.model\.layers\.(\d+)\.(self_attn\.(q|k|v|o|qkv)_proj|mlp\.(gate|up|down|gate_up)_proj)\.lora_(A|B)\.weight)");

@@ -30,11 +30,11 @@ struct ExportResult {
 
 ExportResult export_run(const ExportOptions& o);   // throws grpo::Error
 
-// The reasons vLLM's LoRA loader (vllm/lora/peft_helper.py; reference/facts.md §3) would refuse
-// the PEFT adapter in `dir`: missing r/lora_alpha/target_modules, bias other than "none",
-// modules_to_save, DoRA, lora_bias, aLoRA, layer_replication, a non-default init_lora_weights,
-// a rank above 512, tensors other than lora_A/lora_B weights, embeddings or lm_head, a dtype
-// other than F32/BF16/F16. Empty = acceptable.
+// The reasons vLLM's LoRA loader (vllm/lora/peft_helper.py; docs/formats.md, "What vLLM would
+// refuse") would refuse the PEFT adapter in `dir`: missing r/lora_alpha/target_modules, bias other
+// than "none", modules_to_save, DoRA, lora_bias, aLoRA, layer_replication, a non-default
+// init_lora_weights, a rank above 512, tensors other than lora_A/lora_B weights, embeddings or
+// lm_head, a dtype other than F32/BF16/F16. Empty = acceptable.
 std::vector<std::string> vllm_adapter_problems(const std::string& dir);
 // The smallest value vLLM allows for --max-lora-rank (1, 8, 16, 32, 64, 128, 256, 320, 512)
 // that serves rank r; 0 when r > 512.

@@ -1,6 +1,7 @@
-// A run's metrics file (RunFolder::read_metrics) in other shapes: a wide CSV table (one row per step, one column per metric key,
-// as LAION-style *_metrics_table.csv exports; reference/facts.md §7) and TensorBoard event files
-// rebuilt from it (for runs recorded before event files existed, or copied without them).
+// A run's metrics file (RunFolder::read_metrics) in other shapes: a wide CSV table (one row per
+// step, one column per metric key, as LAION-style *_metrics_table.csv exports; docs/formats.md,
+// "Metrics tables") and TensorBoard event files rebuilt from it (for runs recorded before event
+// files existed, or copied without them).
 #pragma once
 
 #include <string>

@@ -67,7 +67,7 @@ RemoteSourceOptions remote_options_from_config(const grpo::TrainConfig& cfg, con
 }
 
 RemoteSource::RemoteSource(RemoteSourceOptions options, std::string name)
-    : opts_(std::move(options)), name_(std::move(name)) {
+    : opts_(std::move(options)), name_(std::move(name)), keep_versions_(opts_.keep_versions) {
   check(!opts_.worker_urls.empty() || opts_.discovery, name_, "no worker URLs and discovery is off",
         "set worker_urls or discovery: true");
 }
@@ -130,6 +130,13 @@ void RemoteSource::on_version_published(int64_t version, const std::string& adap
   pending_[version] = std::filesystem::absolute(adapter_dir).lexically_normal().string();
 }
 
+void RemoteSource::on_max_staleness(int64_t max_staleness) {
+  // As remote_options_from_config: every version still sampled from; the one being swapped in
+  // makes RunDirectory::keep_versions. Raised, older versions stay registered from the next load
+  // on; lowered, the next load unloads down to the new count.
+  keep_versions_ = RunDirectory::keep_versions(max_staleness) - 1;
+}
+
 std::string RemoteSource::model_for(int64_t version) const {
   return version == 0 ? router_->base_model() : RunFolder::adapter_name(version);
 }
@@ -158,7 +165,7 @@ void RemoteSource::take_up_new_version() {
   }
   loaded_[version] = dir;
   loaded_version_ = version;
-  while (static_cast<int64_t>(loaded_.size()) > opts_.keep_versions) {
+  while (static_cast<int64_t>(loaded_.size()) > keep_versions_.load()) {
     router_->unload_adapter(model_for(loaded_.begin()->first));
     loaded_.erase(loaded_.begin());
   }

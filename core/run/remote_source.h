@@ -1,13 +1,14 @@
-// RemoteSource: a RolloutSource over remote workers (DESIGN.md, Workers and the wire). It owns a
-// cluster::Router (and, with discovery on, a WorkerDirectory listening for signed beacons), both
-// created in the engine's producer thread on the first generate() so their sockets live there.
-// generate() sends one /v1/completions request per completion (n = 1, as TRL's rollout worker
-// does, so a group's G requests share a prefix on one worker) with model "policy-v<N>" of the
-// newest version loaded on every worker, and converts the answers to rollout::Completion.
-// on_version_published() only records the version; the next generate() broadcasts the load and
-// unloads versions that left the staleness window (max_staleness + 1 stay
-// registered, loading the new one before unloading the oldest, as TRL does: facts §1.5). Workers joining and leaving become
-// events through `on_event` (the engine's events file).
+// RemoteSource: a RolloutSource over remote workers (docs/ARCHITECTURE.md, "Workers and the wire";
+// details: docs/workers.md). It owns a cluster::Router (and, with discovery on, a WorkerDirectory
+// listening for signed beacons), both created in the engine's producer thread on the first
+// generate() so their sockets live there. generate() sends one /v1/completions request per
+// completion (n = 1, as TRL's rollout worker does, so a group's G requests share a prefix on one
+// worker) with model "policy-v<N>" of the newest version loaded on every worker, and converts the
+// answers to rollout::Completion. on_version_published() only records the version; the next
+// generate() broadcasts the load and unloads versions that left the staleness window
+// (max_staleness + 1 stay registered, loading the new one before unloading the oldest, as TRL
+// does: docs/workers.md, "Adapter versions kept"). Workers joining and leaving become events
+// through `on_event` (the engine's events file).
 #pragma once
 
 #include <atomic>
@@ -71,6 +72,7 @@ public:
   std::vector<RolloutResult> generate(const std::vector<RolloutRequest>& requests,
                                       const rollout::SamplingParams& params) override;
   void on_version_published(int64_t version, const std::string& adapter_dir) override;
+  void on_max_staleness(int64_t max_staleness) override;
   bool streams() const override { return true; }
   void stream(const StreamHooks& hooks) override;
   int64_t tokens_generated() const override { return tokens_.load(); }
@@ -104,6 +106,9 @@ private:
   std::unique_ptr<cluster::Router> router_;
   std::unique_ptr<cluster::WorkerDirectory> directory_;
   std::atomic<int64_t> loaded_version_{0};
+  // Versions kept registered on workers: opts_.keep_versions at start, then a retune's
+  // (on_max_staleness, trainer thread; read by the producer thread when it loads a version).
+  std::atomic<int64_t> keep_versions_{0};
   std::map<int64_t, std::string> loaded_;  // versions live on the workers (producer thread)
   std::mutex pending_mu_;
   std::map<int64_t, std::string> pending_;  // published, not yet loaded

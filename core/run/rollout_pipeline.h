@@ -1,4 +1,5 @@
-// RolloutPipeline: the generation side of the async engine (DESIGN.md, Threads):
+// RolloutPipeline: the generation side of the async engine (docs/ARCHITECTURE.md, "The threads
+// of a run"; staleness: docs/formulas.md, "Staleness"):
 //
 //   producers (one thread per RolloutSource) -> scorer queue (bounded) -> scorer thread
 //     -> rollout queue (bounded, queue_maxsize samples) -> collect() on the trainer's thread

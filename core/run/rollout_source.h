@@ -43,6 +43,10 @@ public:
   virtual void on_version_published(int64_t version, const std::string& adapter_dir) = 0;
   // Generated tokens so far (for rollout/generated_tok_s).
   virtual int64_t tokens_generated() const = 0;
+  // A retune changed max_staleness: a source that keeps several versions loaded keeps those the
+  // trainer may still accept (docs/workers.md, "Adapter versions kept"). Called from the trainer
+  // thread at a step boundary, before the next version is published; must not block.
+  virtual void on_max_staleness(int64_t /*max_staleness*/) {}
 
   // Optional streaming form, for sources that keep many groups in flight and finish them in any
   // order (remote workers: a slow worker then delays only its own groups, not every batch).

@@ -1,6 +1,7 @@
-// One run on disk (DESIGN.md, "One run on disk"): the run's config, its metrics, events and
-// samples files (one JSON object a line), adapters/policy-v<N>/ and checkpoints/step-<S>/.
-// This file pair is the only code that knows those names and reads or writes those files:
+// One run on disk (docs/ARCHITECTURE.md, "Who owns which file of a run"): the run's config, its
+// metrics, events and samples files (one JSON object a line), adapters/policy-v<N>/ and
+// checkpoints/step-<S>/. This file pair is the only code that knows those names and reads or writes
+// those files:
 //   RunFolder     a read-only view of a run folder (creates nothing): paths, the names of
 //                 versions and checkpoints, listings, typed readers of every file.
 //   RunDirectory  a RunFolder that the run's writer holds: creates the layout, appends records,
@@ -201,7 +202,8 @@ public:
   std::string publish_adapter(int64_t version, const std::function<void(const std::string&)>& write_files,
                               int64_t keep);
   // How many adapter versions a run keeps published: every version a rollout may still be
-  // sampled from (max_staleness + 1) plus the one being swapped in (facts §1.5).
+  // sampled from (max_staleness + 1) plus the one being swapped in (docs/workers.md, "Adapter
+  // versions kept").
   static int64_t keep_versions(int64_t max_staleness) { return max_staleness + 2; }
   // A temporary directory for checkpoint `step` (checkpoints/.tmp-step-<S>-<pid>, emptied), to be
   // filled and passed to commit_checkpoint.

@@ -1,9 +1,9 @@
-// TensorBoard event files (reference/facts.md §7), written without TensorFlow or libprotobuf:
-// events.out.tfevents.<unix secs>.<host>.<pid>.<n> in the run directory, TFRecord-framed
-// (u64 length, masked CRC32C of the length, payload, masked CRC32C of the payload) Event
-// protobufs: first {wall_time, file_version "brain.Event:2"}, then one Event per step whose
-// Summary holds each metric as a simple_value. The reader half parses such files back with
-// every length and CRC check, for tests and for `grpo runs`.
+// TensorBoard event files (docs/formats.md, "TensorBoard event files"), written without TensorFlow
+// or libprotobuf: events.out.tfevents.<unix secs>.<host>.<pid>.<n> in the run directory,
+// TFRecord-framed (u64 length, masked CRC32C of the length, payload, masked CRC32C of the payload)
+// Event protobufs: first {wall_time, file_version "brain.Event:2"}, then one Event per step whose
+// Summary holds each metric as a simple_value. The reader half parses such files back with every
+// length and CRC check, for tests and for `grpo runs`.
 #pragma once
 
 #include <cstdint>

@@ -28,9 +28,10 @@ struct Verdict {
 // rollout queue was on average (0..1).
 Verdict throughput_verdict(const std::map<std::string, double>& m, double queue_fill);
 
-// perf/mfu_fwd_bwd and perf/mfu_wall_clock (facts.md: MFU over compute time and over wall time):
-// the step's model FLOPs (perf/train_flops, core/model/flops.h) over perf/fwd_bwd_s and over
-// perf/step_s, against `peak_flops` (FLOP/s). Nothing is added where a figure is missing or zero.
+// perf/mfu_fwd_bwd and perf/mfu_wall_clock (MFU over compute time and over wall time;
+// docs/formulas.md, "MFU"; the peak: docs/dashboard.md, "MFU"): the step's model FLOPs
+// (perf/train_flops, core/model/flops.h) over perf/fwd_bwd_s and over perf/step_s, against
+// `peak_flops` (FLOP/s). Nothing is added where a figure is missing or zero.
 void add_mfu(std::map<std::string, double>& m, double peak_flops);
 
 class ThroughputAdvisor {

@@ -1,9 +1,9 @@
-// StubWorker: a test seam standing in for `grpo worker` / vLLM in router tests. A minimal
-// HTTP/1.1 responder on 127.0.0.1 (QTcpServer, one request per connection) that answers the
-// routes the Router uses with facts §5 shapes, checks the bearer token, records what it was
-// asked, and can be told to misbehave: refuse adapter loads, say "No adapter found" a few times,
-// hang on completions, answer them with garbage, report the wrong adapter hash, or die (close
-// everything) after N answers.
+// StubWorker: a test seam standing in for `grpo worker` / vLLM in router tests. A minimal HTTP/1.1
+// responder on 127.0.0.1 (QTcpServer, one request per connection) that answers the routes the
+// Router uses with the shapes of docs/workers.md ("Routes", "Completion request", "Completion
+// response"), checks the bearer token, records what it was asked, and can be told to misbehave:
+// refuse adapter loads, say "No adapter found" a few times, hang on completions, answer them with
+// garbage, report the wrong adapter hash, or die (close everything) after N answers.
 #pragma once
 
 #include <QHostAddress>

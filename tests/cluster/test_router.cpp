@@ -1,8 +1,9 @@
-// Router and WorkerClient against StubWorker responders on 127.0.0.1: the facts §5.1 example
-// response parses unchanged; adapter loads are all-or-nothing (one failing worker -> unloaded on
-// the others) and retried while "No adapter found"; a worker that dies, hangs or reports the
-// wrong adapter hash is taken out and its requests are dispatched again; a restarted worker is
-// probed, loaded with the live adapters and used again; the accounting identities hold.
+// Router and WorkerClient against StubWorker responders on 127.0.0.1: the example response of
+// docs/workers.md, "Completion response", parses unchanged; adapter loads are all-or-nothing (one
+// failing worker -> unloaded on the others) and retried while "No adapter found"; a worker that
+// dies, hangs or reports the wrong adapter hash is taken out and its requests are dispatched again;
+// a restarted worker is probed, loaded with the live adapters and used again; the accounting
+// identities hold.
 #include <QtTest>
 
 #include <chrono>
@@ -23,7 +24,8 @@ using grpo::testing::error_of;
 
 namespace {
 
-// facts §5.1, "Response (current CompletionResponse)", with the elided strings filled in.
+// docs/workers.md, "Completion response" (the example there is this constant, byte for byte
+// apart from JSON spacing).
 const char* kFactsExample = R"({"id":"cmpl-x","object":"text_completion","created":1757,"model":"trl-policy-v7",
  "choices":[{"index":0,"text":"..",
    "logprobs":{"text_offset":[0,3],"token_logprobs":[-0.12,-1.7],
@@ -115,7 +117,7 @@ private Q_SLOTS:
     CHECK_ERROR_CONTAINS(error_of([&] { parse_completion_response("<html>", "http://w9"); }), "not a JSON object");
   }
 
-  // The body TRL's rollout worker sends (facts §1.4).
+  // The body TRL's rollout worker sends (docs/workers.md, "Completion request").
   void requestBodyHasTrlFields() {
     CompletionRequest r;
     r.model = "policy-v3";

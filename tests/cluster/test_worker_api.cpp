@@ -1,10 +1,11 @@
-// `grpo worker` as a user runs it: the real CLI process on the demo model (port 0, a temp bucket,
-// a token file), driven over HTTP on 127.0.0.1 with QNetworkAccessManager. Checks vLLM's shapes
-// (facts §5), that the returned log-probs equal the model's own recomputed ones, seeded
-// determinism, batching of requests that arrive together, adapter load/unload with vLLM's
-// statuses and messages, the bucket confinement, SHA256SUMS checks (written by coreutils'
-// sha256sum, the format RunDirectory::publish_adapter writes), auth, body limits, pause/resume,
-// and a clean exit on SIGTERM. The process is killed on every path out of the test.
+// `grpo worker` as a user runs it: the real CLI process on the demo model (port 0, a temp bucket, a
+// token file), driven over HTTP on 127.0.0.1 with QNetworkAccessManager. Checks vLLM's shapes
+// (docs/workers.md, "Completion request" and "Completion response"), that the returned log-probs
+// equal the model's own recomputed ones, seeded determinism, batching of requests that arrive
+// together, adapter load/unload with vLLM's statuses and messages, the bucket confinement,
+// SHA256SUMS checks (written by coreutils' sha256sum, the format RunDirectory::publish_adapter
+// writes), auth, body limits, pause/resume, and a clean exit on SIGTERM. The process is killed on
+// every path out of the test.
 #include "tests/common/test_paths.h"
 #include <QEventLoop>
 #include <QNetworkAccessManager>

@@ -120,14 +120,16 @@ inline grpo::grpo::TrainConfig worker_config(const std::string& run_dir, const s
 
 // Runs `engine` to its end on a side thread while this thread serves Qt events (stub workers
 // live here) and calls `watch` every 10 ms; gives up (stops the engine) after `max_seconds`.
-// Returns the run's exception text, or "" when it ended normally.
+// `on_step` is Engine::run's (the trainer thread, after each step). Returns the run's exception
+// text, or "" when it ended normally.
 template <class Watch>
-std::string run_engine(grpo::run::Engine& engine, Watch watch, int max_seconds = 300) {
+std::string run_engine(grpo::run::Engine& engine, Watch watch, int max_seconds = 300,
+                       const std::function<void(const grpo::run::StepReport&)>& on_step = {}) {
   std::string failure;
   std::atomic<bool> done{false};
   std::thread runner([&] {
     try {
-      engine.run();
+      engine.run(on_step);
     } catch (const std::exception& e) {
       failure = e.what();
     }

@@ -6,7 +6,8 @@
 // accounting_problems): every dispatched request ended exactly once, no group reached the trainer
 // twice, and every delivered completion was trained, dropped as stale, or still queued at the end.
 // A second run finds its worker by discovery alone (signed beacons on loopback), and `grpo train
-// --worker URL --no-local-rollouts` does the same from the command line.
+// --worker URL --no-local-rollouts` does the same from the command line. A retune of
+// max_staleness reaches the versions a real worker keeps registered.
 #include "tests/common/test_paths.h"
 #include <QNetworkAccessManager>
 #include <QProcess>
@@ -23,6 +24,7 @@
 #include "core/cluster/worker_announcer.h"
 #include "core/cluster/worker_client.h"
 #include "core/run/engine.h"
+#include "core/run/remote_source.h"
 #include "engine_test_util.h"
 
 using namespace engine_test;
@@ -115,6 +117,91 @@ private Q_SLOTS:
     QVERIFY2(problems.empty(), problems.c_str());
     // (Whether requests were in flight at the kill depends on timing; test_router checks
     // re-dispatch deterministically. Here: nothing lost, nothing twice.)
+  }
+
+  // max_staleness retuned 1 -> 6 -> 1 on a live run with a real worker: the worker keeps
+  // max_staleness + 1 versions registered under each setting (docs/workers.md, "Adapter versions
+  // kept"), counted on its /v1/models at three checkpoints. The condition is forced, not timed:
+  // after each step the trainer waits until the worker has loaded the version just published (so
+  // no version is skipped), and at each checkpoint until this thread has counted.
+  void retuneMaxStalenessReachesWorkers() {
+    Scratch sc;
+    WorkerProcess a = start_worker(sc.bucket, sc.token_file, 0, "wa");
+    QVERIFY2(!a.url.empty(), "grpo worker did not print its URL");
+    auto cfg = worker_config(sc.run_dir, {a.url}, sc.token_file, 18);
+    cfg.weight_sync_steps = 1;  // version N after step N
+    cfg.max_staleness = 1;
+    grpo::run::EngineOptions eo;
+    eo.local_generators = 0;
+    grpo::run::Engine engine(cfg, sc.run_dir, eo);
+    QCOMPARE(engine.sources().size(), size_t(1));
+    auto* remote = dynamic_cast<grpo::run::RemoteSource*>(engine.sources()[0].get());
+    QVERIFY(remote != nullptr);
+
+    // step -> {the retune to ask for after it, or null}; the count is taken after each of them.
+    const std::map<int64_t, nlohmann::json> checkpoints = {
+        {6, {{"max_staleness", 6}}}, {14, {{"max_staleness", 1}}}, {18, nullptr}};
+    std::atomic<int64_t> count_at{0};  // the trainer asks this thread to count after that step
+    std::atomic<bool> counted{false};
+    std::mutex mu;
+    std::string trainer_problem;
+    auto wait_for = [](const std::function<bool()>& ok, int seconds) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+      while (!ok() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return ok();
+    };
+    auto on_step = [&](const grpo::run::StepReport& r) {
+      if (!wait_for([&] { return remote->loaded_version() >= r.policy_version; }, 120)) {
+        std::lock_guard<std::mutex> lock(mu);
+        trainer_problem += "the worker never loaded version " + std::to_string(r.policy_version) + "; ";
+      }
+      auto cp = checkpoints.find(r.step);
+      if (cp == checkpoints.end()) return;
+      counted = false;
+      count_at = r.step;
+      if (!wait_for([&] { return counted.load(); }, 120)) {
+        std::lock_guard<std::mutex> lock(mu);
+        trainer_problem += "no count after step " + std::to_string(r.step) + "; ";
+      }
+      if (!cp->second.is_null()) {
+        const std::string refused = engine.retune(cp->second);
+        std::lock_guard<std::mutex> lock(mu);
+        if (!refused.empty()) trainer_problem += "retune refused: " + refused + "; ";
+      }
+    };
+    QNetworkAccessManager nam;
+    grpo::cluster::WorkerClient client(&nam, a.url, sc.token);
+    std::map<int64_t, int> registered;  // step -> policy versions on the worker
+    std::string http_problem;
+    const std::string failure = run_engine(engine, [&] {
+      const int64_t step = count_at.load();
+      if (step == 0 || counted.load()) return;
+      const auto models = client.get_sync("/v1/models", 10);
+      if (!models.ok()) http_problem += models.describe() + "; ";
+      int n = 0;
+      const auto j = nlohmann::json::parse(models.body, nullptr, false);
+      if (j.is_object() && j.contains("data") && j["data"].is_array()) {
+        for (const auto& m : j["data"])
+          if (m.is_object() && m.value("id", "").rfind("policy-v", 0) == 0) ++n;
+      } else {
+        http_problem += "/v1/models is not {\"data\": [...]}: " + models.body.substr(0, 200) + "; ";
+      }
+      registered[step] = n;
+      counted = true;
+    }, 600, on_step);
+    QVERIFY2(failure.empty(), failure.c_str());
+    QVERIFY2(trainer_problem.empty(), trainer_problem.c_str());
+    QVERIFY2(http_problem.empty(), http_problem.c_str());
+    QCOMPARE(engine.step(), cfg.max_steps);
+    // max_staleness 1: versions 5 and 6; raised to 6 from step 7: versions 8..14 (seven); lowered
+    // to 1 from step 15: versions 17 and 18. Before the fix the middle count was 2 as well.
+    QCOMPARE(registered[6], 2);
+    QCOMPARE(registered[14], 7);
+    QCOMPARE(registered[18], 2);
+    const auto retunes = events_named(sc.run_dir, "retune");
+    QCOMPARE(retunes.size(), size_t(2));
+    QCOMPARE(retunes[0]["applied_at_step"].get<int64_t>(), int64_t(7));
+    QCOMPARE(retunes[1]["applied_at_step"].get<int64_t>(), int64_t(15));
   }
 
   // Discovery only (no worker URLs): the run finds a real worker through its signed beacons on

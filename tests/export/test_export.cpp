@@ -1,5 +1,6 @@
 // Export of a real run made by the `grpo` CLI (demo model and task, 3 steps), checked against
-// reference/facts.md §3/§4 and against the model itself through `grpo inspect logits`:
+// docs/formats.md, "PEFT adapter folder" and "safetensors", and against the model itself through
+// `grpo inspect logits`:
 // - PEFT export: adapter_config.json fields and values as PeftModel.save_pretrained writes them,
 //   safetensors key names (no adapter-name segment), shapes from the base config, dtypes,
 //   {"format":"pt"} metadata, vLLM's acceptance rules; logits with the exported adapter equal the

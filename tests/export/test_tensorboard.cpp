@@ -1,8 +1,9 @@
 // TensorBoard event files and the CSV export against their specs: CRC32C check values from
-// RFC 3720 (B.4) and the TFRecord mask (reference/facts.md §7); Event/Summary/Value bytes as the
-// protobuf wire format lays them out for event.proto's field numbers; a written file parses back
-// record by record (length CRC, payload CRC) to exactly the logged values; corruption and
-// truncation are reported with the record and offset. metrics.jsonl -> CSV keeps every value.
+// RFC 3720 (B.4) and the TFRecord mask (docs/formats.md, "Record framing"); Event/Summary/Value
+// bytes as the protobuf wire format lays them out for event.proto's field numbers ("Event
+// bytes"); a written file parses back record by record (length CRC, payload CRC) to exactly the
+// logged values; corruption and truncation are reported with the record and offset.
+// metrics.jsonl -> CSV keeps every value ("CSV export").
 #include <QtTest>
 
 #include <cmath>

@@ -182,7 +182,8 @@ private Q_SLOTS:
   }
 
   void peft_adapter_config_loads() {
-    // adapter_config.json as PeftModel.save_pretrained writes it (reference/facts.md §3), newer keys included.
+    // adapter_config.json as PeftModel.save_pretrained writes it, newer keys included
+    // (docs/formats.md, "adapter_config.json as read").
     const json j = json::parse(R"({
       "alpha_pattern": {}, "auto_mapping": null, "base_model_name_or_path": "Qwen/Qwen2.5-0.5B",
       "bias": "none", "corda_config": null, "eva_config": null, "exclude_modules": null,

@@ -1,4 +1,5 @@
-// Fuzz target: the safetensors reader (header JSON, offsets, dtypes, shapes; facts §4).
+// Fuzz target: the safetensors reader (header JSON, offsets, dtypes, shapes; docs/formats.md,
+// "Validation rules").
 #include "core/io/safetensors.h"
 #include "tests/fuzz/fuzz_target.h"
 

@@ -1,5 +1,6 @@
-// GRPO advantages and losses against hand-computed values (TRL's formulas, facts.md §1.3/§2.2/§2.3)
-// and loss gradients against central finite differences in double precision.
+// GRPO advantages and losses against hand-computed values (TRL's formulas; docs/formulas.md,
+// "Group advantages", "Clipped surrogate", "KL penalty", "Loss aggregation") and loss gradients
+// against central finite differences in double precision.
 #include <QtTest>
 
 #include <cmath>

@@ -1,4 +1,5 @@
-// TRL's window reduction (facts.md §1.6): rates, counters, extremes and gauges.
+// TRL's window reduction (docs/formulas.md, "Metric window reduction"): rates, counters,
+// extremes and gauges.
 #include <QtTest>
 
 #include <cmath>

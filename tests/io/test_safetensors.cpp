@@ -1,6 +1,7 @@
 // Tests for core/io safetensors: round trips of every dtype, the golden Hugging Face files (read,
-// and re-written byte for byte), and one test per validation rule of reference/facts.md §4, each
-// checking that the error names the file and the specific problem.
+// and re-written byte for byte), and one test per validation rule of docs/formats.md, "Validation
+// rules" (numbered 1-12 there), each checking that the error names the file and the specific
+// problem.
 #include "tests/common/test_paths.h"
 #include <QtTest>
 
