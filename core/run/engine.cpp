@@ -16,11 +16,10 @@
 #include "core/common/log.h"
 #include "core/model/flops.h"
 #include "core/model/peft_io.h"
-#include "core/run/adapter_import.h"
 #include "core/run/checkpoint.h"
 #include "core/run/local_generator.h"
 #include "core/run/remote_source.h"
-#include "core/run/sync_trainer.h"
+#include "core/run/run_setup.h"
 #include "core/run/step_assembler.h"
 #include "core/run/step_logger.h"
 
@@ -62,35 +61,22 @@ const char* to_string(EngineState s) {
 }
 
 Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions options)
-    : cfg_(std::move(cfg)), opts_(std::move(options)), dir_(run_dir), policy_(load_policy(cfg_)) {
-  check_fits_context(cfg_, "config");
-  if (!opts_.resume) seed_from_init_adapter(policy_, cfg_);  // before the trainer holds the adapter
-  torch::manual_seed(static_cast<uint64_t>(cfg_.seed));
-  trainer_ = std::make_unique<grpo::GrpoTrainer>(policy_.model, cfg_);
-  data_ = load_examples(cfg_);
-  check(!data_.train.empty(), "dataset", "no training examples");
-  stream_ = std::make_unique<rollout::DatasetStream>(data_.train, static_cast<uint64_t>(cfg_.seed));
-  rewards_ = rollout::RewardSet::from_json(cfg_.reward_funcs, cfg_.reward_weights);
-  rewards_.set_event_sink([this](const nlohmann::json& e) { event(e); });  // reward_timeout and friends
+    : cfg_(std::move(cfg)), opts_(std::move(options)), dir_(run_dir), run_(prepare_run(cfg_, /*fresh_start=*/!opts_.resume)) {
+  run_.rewards.set_event_sink([this](const nlohmann::json& e) { event(e); });  // reward_timeout and friends
   dir_.remove_stale_temporaries();  // left by a trainer that was killed mid-write
   PipelineOptions po;
   po.next_group_id = opts_.resume ? restore_from_checkpoint() : 0;
-  po.policy = &policy_;
-  po.stream = stream_.get();
-  po.rewards = &rewards_;
+  po.policy = &run_.policy;
+  po.stream = run_.stream.get();
+  po.rewards = &run_.rewards;
   po.rewards_mutex = &rewards_mu_;
   po.event = [this](nlohmann::json e) { event(std::move(e)); };
   po.before_generate = opts_.before_generate;
   pipeline_ = std::make_unique<RolloutPipeline>(cfg_, std::move(po));
   retuned_cfg_ = cfg_;
-  nlohmann::json resolved = cfg_.to_json();
-  resolved["output_dir"] = run_dir;
-  if (!policy_.model_commit.empty()) resolved["model_revision"] = policy_.model_commit;  // the Hub snapshot, pinned
-  if (!cfg_.dataset_name.empty())  // the dataset's snapshot too, so the run can be reproduced
-    if (auto c = rollout::dataset_commit(dataset_ref(cfg_, cfg_.dataset_train_split)); !c.empty()) resolved["dataset_revision"] = c;
-  dir_.write_config(resolved);
+  write_resolved_config(dir_, cfg_, run_.policy);
   for (int i = 0; i < opts_.local_generators; ++i)
-    add_source(std::make_unique<LocalGenerator>(policy_, "local-" + std::to_string(i), version_.load()));
+    add_source(std::make_unique<LocalGenerator>(run_.policy, "local-" + std::to_string(i), version_.load()));
   if (!cfg_.worker_urls.empty() || cfg_.discovery) {  // remote workers: one source over the router
     auto remote = remote_options_from_config(cfg_, run_dir);
     remote.on_event = [this](const nlohmann::json& e) { event(e); };
@@ -237,26 +223,14 @@ std::string Engine::retune(const nlohmann::json& changes) {
     merged.update(changes);
     probe.apply(merged, "retune");
     probe.validate("retune");
-    check_fits_context(probe, "retune");
-    check(probe.reward_weights.empty() || probe.reward_weights.size() == rewards_.size(), "retune",
-          "reward_weights needs " + std::to_string(rewards_.size()) + " values");
+    check_fits_context(run_.policy, probe, "retune");
+    check(probe.reward_weights.empty() || probe.reward_weights.size() == run_.rewards.size(), "retune",
+          "reward_weights needs " + std::to_string(run_.rewards.size()) + " values");
     pending_retune_ = merged;
   } catch (const Error& e) {
     return e.what();
   }
   return "";
-}
-
-// A completion (after at least one prompt token) must fit the model's context: a retune of
-// max_completion_length to 2^20 made every KV cache allocation fail, and the run spun on failed
-// generations (issue 18). Unknown context (max_position_embeddings 0): not checked.
-void Engine::check_fits_context(const grpo::TrainConfig& c, const std::string& source) const {
-  const int64_t context = policy_.model->config().max_position_embeddings;
-  if (context <= 0) return;
-  check(c.max_completion_length < context, source,
-        "max_completion_length " + std::to_string(c.max_completion_length) +
-            " leaves no room for a prompt in the model's context (max_position_embeddings " + std::to_string(context) + ")",
-        "use at most " + std::to_string(context - 1));
 }
 
 void Engine::apply_pending_retunes(int64_t step) {
@@ -272,9 +246,9 @@ void Engine::apply_pending_retunes(int64_t step) {
     retuned_cfg_ = cfg_;
     if (changes.contains("reward_weights")) {
       std::lock_guard<std::mutex> rlock(rewards_mu_);
-      rewards_.set_weights(cfg_.reward_weights);
+      run_.rewards.set_weights(cfg_.reward_weights);
     }
-    trainer_->retune(cfg_);
+    run_.trainer->retune(cfg_);
     pipeline_->set_config(cfg_);
     if (changes.contains("max_staleness"))
       for (auto& s : sources_) s->on_max_staleness(cfg_.max_staleness);
@@ -283,9 +257,9 @@ void Engine::apply_pending_retunes(int64_t step) {
 }
 
 double Engine::evaluate(int64_t limit) {
-  if (data_.eval.empty()) return NAN;
+  if (run_.data.eval.empty()) return NAN;
   const int64_t n = limit > 0 ? limit : cfg_.eval_size;
-  return eval_accuracy(policy_, rewards_, data_.eval, cfg_, std::max<int64_t>(0, n), &rewards_mu_);
+  return eval_accuracy(run_.policy, run_.rewards, run_.data.eval, cfg_, std::max<int64_t>(0, n), &rewards_mu_);
 }
 
 int64_t Engine::queued_groups() const { return pipeline_ ? static_cast<int64_t>(pipeline_->queued_groups()) : 0; }
@@ -294,7 +268,7 @@ void Engine::publish_version() {
   const int64_t v = version_.load() + 1;
   // base_model_name_or_path is the name the run was given (a repo id stays a repo id), as
   // transformers' config._name_or_path is the string passed to from_pretrained.
-  const std::string d = dir_.publish_adapter(v, [&](const std::string& tmp) { model::save_adapter(*policy_.model, tmp, cfg_.model_name_or_path); },
+  const std::string d = dir_.publish_adapter(v, [&](const std::string& tmp) { model::save_adapter(*run_.policy.model, tmp, cfg_.model_name_or_path); },
                                              RunDirectory::keep_versions(cfg_.max_staleness));
   version_ = v;
   for (auto& s : sources_) s->on_version_published(v, d);
@@ -306,7 +280,7 @@ void Engine::save_checkpoint_now() {
   st.policy_version = version_.load();
   std::tie(st.data_cursor, st.next_group_id) = pipeline_->cursor();
   st.config = cfg_.to_json();
-  save_checkpoint(dir_, *policy_.model, trainer_->optimizer(), st);
+  save_checkpoint(dir_, *run_.policy.model, run_.trainer->optimizer(), st);
 }
 
 int64_t Engine::restore_from_checkpoint() {
@@ -320,9 +294,9 @@ int64_t Engine::restore_from_checkpoint() {
     return 0;
   }
   for (const auto& s : ckpt->skipped) event({{"event", "warning"}, {"message", "skipped checkpoint " + s}});
-  restore_checkpoint(*ckpt, *policy_.model, trainer_->optimizer());
+  restore_checkpoint(*ckpt, *run_.policy.model, run_.trainer->optimizer());
   step_ = ckpt->state.step;
-  stream_->restore(rollout::DataCursor::from_json(ckpt->state.data_cursor));
+  run_.stream->restore(rollout::DataCursor::from_json(ckpt->state.data_cursor));
   const int64_t kept = dir_.truncate_metrics(ckpt->state.step);
   // Adapter names are never reused: versions published after this checkpoint belong to an
   // abandoned timeline, so the checkpoint's weights are published as the next new version.
@@ -341,7 +315,7 @@ void Engine::start_pipeline() {
   check(!sources_.empty(), "engine", "no rollout sources", "use local_generators >= 1 or add workers");
   state_ = EngineState::Running;
   bool measured = false;  // before the generators start, so the measurement has the machine to itself
-  peak_flops_ = model::mfu_peak_flops(cfg_.mfu_peak_tflops, policy_.model->device(), policy_.model->dtype(), &measured);
+  peak_flops_ = model::mfu_peak_flops(cfg_.mfu_peak_tflops, run_.policy.model->device(), run_.policy.model->dtype(), &measured);
   started_ = Clock::now();
   event({{"event", "start"}, {"mode", "async"}, {"max_steps", cfg_.max_steps}, {"sources", sources_.size()},
          {"policy_version", version_.load()}, {"mfu_peak_tflops", peak_flops_ / 1e12},
@@ -403,7 +377,7 @@ StepReport Engine::train_step(int64_t step, const std::vector<std::shared_ptr<Pi
   std::vector<const ScoredGroup*> scored;
   for (const auto& g : groups) scored.push_back(g.get());
   AssembledStep assembled = assemble_step(step, scored);
-  m.merge(trainer_->step(assembled.samples));
+  m.merge(run_.trainer->step(assembled.samples));
   for (const auto& [k, v] : assembled.metrics) m[k] = v;
   step_ = step;
   unpublished = true;
@@ -418,7 +392,7 @@ StepReport Engine::train_step(int64_t step, const std::vector<std::shared_ptr<Pi
   const Verdict verdict = advisor.close_window(m, pipeline_->counters());
   add_mfu(m, peak_flops_);
   StepReport report{step, cfg_.max_steps, seconds_since(started_), version_.load(), std::move(m), verdict.verdict, verdict.advice};
-  if (cfg_.eval_steps > 0 && !data_.eval.empty() && (step % cfg_.eval_steps == 0 || step == cfg_.max_steps)) {
+  if (cfg_.eval_steps > 0 && !run_.data.eval.empty() && (step % cfg_.eval_steps == 0 || step == cfg_.max_steps)) {
     // Greedy eval on the trainer's own weights (the generators keep running meanwhile).
     const double acc = evaluate();
     if (!std::isnan(acc)) report.metrics["eval/accuracy"] = acc;
@@ -443,7 +417,7 @@ std::string Engine::finish_run(const std::string& failure, bool unpublished) {
   if (unpublished || version_.load() == 0)
     bucket_write("adapter policy-v" + std::to_string(version_.load() + 1), [&] { publish_version(); });
   bucket_write("the final checkpoint", [&] { save_checkpoint_now(); });
-  bucket_write("adapter/", [&] { model::save_adapter(*policy_.model, dir_.path("adapter"), cfg_.model_name_or_path); });
+  bucket_write("adapter/", [&] { model::save_adapter(*run_.policy.model, dir_.path("adapter"), cfg_.model_name_or_path); });
   event({{"event", stopped_early ? "stop" : "finished"}, {"policy_version", version_.load()},
          {"dropped_stale_total", pipeline_->dropped_stale_total()}, {"adapter", dir_.path("adapter")}});
   state_ = EngineState::Finished;

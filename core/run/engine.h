@@ -30,6 +30,7 @@
 #include "core/run/rollout_pipeline.h"
 #include "core/run/rollout_source.h"
 #include "core/run/run_dir.h"
+#include "core/run/run_setup.h"
 
 namespace grpo::run {
 
@@ -88,7 +89,6 @@ private:
   void start_pipeline();
   bool hold_if_paused();  // at a step boundary; true when it held
   void apply_pending_retunes(int64_t step);
-  void check_fits_context(const grpo::TrainConfig& c, const std::string& source) const;
   StepReport train_step(int64_t step, const std::vector<std::shared_ptr<PipelineGroup>>& groups,
                         std::map<std::string, double> m, ThroughputAdvisor& advisor, bool& unpublished);
   std::string finish_run(const std::string& failure, bool unpublished);
@@ -103,11 +103,7 @@ private:
   grpo::TrainConfig cfg_;              // the trainer's view (changed at step boundaries only)
   EngineOptions opts_;
   RunDirectory dir_;
-  Policy policy_;
-  std::unique_ptr<grpo::GrpoTrainer> trainer_;
-  rollout::DatasetSplit data_;
-  std::unique_ptr<rollout::DatasetStream> stream_;
-  rollout::RewardSet rewards_;
+  RunSetup run_;                       // policy, trainer, examples, rewards (core/run/run_setup.h)
   std::vector<std::unique_ptr<RolloutSource>> sources_;
   std::unique_ptr<RolloutPipeline> pipeline_;
   std::chrono::steady_clock::time_point started_;

@@ -26,7 +26,7 @@
 #include "core/rollout/reward_builtin.h"
 #include "core/rollout/sampler.h"
 #include "core/run/policy.h"
-#include "core/run/sync_trainer.h"
+#include "core/run/run_setup.h"
 
 namespace grpo::run {
 using nlohmann::json;
