@@ -59,9 +59,9 @@ const ConfigTable<TrainConfig>& table() {
         {"warmup_ratio", &T::warmup_ratio, right_open(0, 1), "Fraction of max_steps spent warming the learning rate up from 0."},
         {"max_steps", &T::max_steps, at_least(1), "Optimizer steps of the run."},
         {"num_train_epochs", &T::num_train_epochs, at_least(1), "Passes over a finite dataset before the stream restarts."},
-        {"per_device_train_batch_size", &T::per_device_train_batch_size, at_least(1), "Completions per micro-batch when token_budget is 0."},
-        {"gradient_accumulation_steps", &T::gradient_accumulation_steps, at_least(1), "Micro-batches accumulated per optimizer step."},
-        {"prompts_per_step", &T::prompts_per_step, at_least(1), "Prompt groups (of num_generations completions) per optimizer step."},
+        {"per_device_train_batch_size", &T::per_device_train_batch_size, closed(1, 1 << 20), "Completions per micro-batch when token_budget is 0."},
+        {"gradient_accumulation_steps", &T::gradient_accumulation_steps, closed(1, 1 << 20), "TRL's: with per_device_train_batch_size, the completions per optimizer step; sets prompts_per_step when that is not given (micro-batches come from packing)."},
+        {"prompts_per_step", &T::prompts_per_step, closed(1, 1 << 20), "Prompt groups (of num_generations completions) per optimizer step."},
         {"max_grad_norm", &T::max_grad_norm, above(0), "Gradient clipping norm."},
         {"weight_decay", &T::weight_decay, closed(0, 1), "AdamW's decoupled weight decay."},
         {"adam_beta1", &T::adam_beta1, right_open(0, 1), "AdamW's first-moment decay."},
@@ -162,13 +162,51 @@ int64_t TrainConfig::resolved_max_inflight_tasks() const {
   return std::max<int64_t>(max_staleness, 1) * per_step;
 }
 
+// TRL sizes an optimizer step in completions: per_device_train_batch_size x gradient_accumulation_steps
+// on one process (GRPOConfig's generation batch when steps_per_generation is left unset). Here a
+// step is prompts_per_step groups of num_generations, and the micro-batches inside it come from
+// packing. So a config that gives gradient_accumulation_steps but not prompts_per_step (a TRL
+// config) gets the step size TRL would train on; one that gives both keeps prompts_per_step and
+// says when the two disagree, unless gradient_accumulation_steps is the default 1 (docs/formulas.md,
+// "Differences from TRL").
+static void derive_prompts_per_step(TrainConfig& c, const json& given, const std::string& source) {
+  if (!given.contains("gradient_accumulation_steps")) return;
+  int64_t completions = 0;
+  check(!__builtin_mul_overflow(c.per_device_train_batch_size, c.gradient_accumulation_steps, &completions), source,
+        "per_device_train_batch_size x gradient_accumulation_steps overflows");
+  if (given.contains("prompts_per_step")) {  // (every run folder's config.json has both, mostly GA 1)
+    int64_t per_step = 0;
+    if (c.gradient_accumulation_steps != 1 && !__builtin_mul_overflow(c.prompts_per_step, c.num_generations, &per_step) &&
+        completions != per_step)
+      log_warn(source + ": prompts_per_step (" + std::to_string(c.prompts_per_step) + ") x num_generations (" +
+               std::to_string(c.num_generations) + ") sets the step's " + std::to_string(per_step) +
+               " completions; TRL's per_device_train_batch_size x gradient_accumulation_steps (" +
+               std::to_string(completions) + ") is not used for that");
+    return;
+  }
+  check(completions % c.num_generations == 0, source,
+        "key \"gradient_accumulation_steps\": per_device_train_batch_size (" + std::to_string(c.per_device_train_batch_size) +
+            ") x gradient_accumulation_steps (" + std::to_string(c.gradient_accumulation_steps) + ") = " +
+            std::to_string(completions) + " completions per optimizer step, not a whole number of groups of num_generations (" +
+            std::to_string(c.num_generations) + ")",
+        "make it a multiple of num_generations (as TRL requires of its generation batch), or set prompts_per_step");
+  c.prompts_per_step = completions / c.num_generations;
+  log_info(source + ": prompts_per_step = " + std::to_string(c.prompts_per_step) + " (per_device_train_batch_size " +
+           std::to_string(c.per_device_train_batch_size) + " x gradient_accumulation_steps " +
+           std::to_string(c.gradient_accumulation_steps) + " / num_generations " + std::to_string(c.num_generations) +
+           ": TRL's completions per optimizer step)");
+}
+
 void TrainConfig::apply(const json& j, const std::string& source) {
   check(j.is_object(), source, std::string("expected a JSON/YAML object of settings, got ") + j.type_name());
   // TRL/PEFT configs load as they are: their keys are renamed, or listed as ignored with why.
   const TrlImport trl = translate_trl_config(j, source, [](const std::string& k) { return table().index(k) >= 0; });
   for (const auto& n : trl.ignored) log_warn(source + ": ignoring \"" + n.key + "\" (" + n.value.dump() + "): " + n.note);
   for (const auto& n : trl.translated) log_info(source + ": \"" + n.key + "\" " + n.note);
-  table().apply(*this, trl.config, source, "grpo train --help-config");  // all or nothing
+  TrainConfig next = *this;
+  table().apply(next, trl.config, source, "grpo train --help-config");
+  derive_prompts_per_step(next, trl.config, source);
+  *this = std::move(next);  // all or nothing
 }
 
 void TrainConfig::validate(const std::string& source) const {

@@ -103,6 +103,9 @@ private Q_SLOTS:
     QCOMPARE(c.weight_sync_steps, int64_t(4));
     QCOMPARE(c.max_steps, int64_t(500));
     QCOMPARE(c.gradient_accumulation_steps, int64_t(6));
+    // TRL trains on per_device_train_batch_size x gradient_accumulation_steps = 48 completions per
+    // optimizer step: 6 groups of num_generations 8.
+    QCOMPARE(c.prompts_per_step, int64_t(6));
     QCOMPARE(c.output_dir, std::string("runs/async-grpo-lora"));
     QCOMPARE(c.model_revision, std::string("main"));  // TRL's ModelConfig key, used for a Hub repo id
 
@@ -231,6 +234,44 @@ private Q_SLOTS:
     // All or nothing: a failed apply leaves the config as it was.
     CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"r", 4}, {"use_dora", true}}, "cfg.yaml"); }), "use_dora");
     QCOMPARE(c.r, int64_t(16));
+  }
+
+  // TRL's step size (per_device_train_batch_size x gradient_accumulation_steps completions) becomes
+  // prompts_per_step when only TRL's keys give it; our own key wins when both are there.
+  void gradient_accumulation_sets_the_step_size() {
+    TrainConfig c;
+    c.apply({{"per_device_train_batch_size", 4}, {"gradient_accumulation_steps", 4}, {"num_generations", 8}}, "trl.yaml");
+    QCOMPARE(c.prompts_per_step, int64_t(2));
+    QCOMPARE(c.per_device_train_batch_size, int64_t(4));  // still the micro-batch size
+    // TRL's defaults (per_device_train_batch_size 8, num_generations 8) are ours too.
+    TrainConfig d;
+    d.apply({{"gradient_accumulation_steps", 3}}, "trl.yaml");
+    QCOMPARE(d.prompts_per_step, int64_t(3));
+    // Not a whole number of groups: TRL refuses it too; nothing changes.
+    TrainConfig e;
+    CHECK_ERROR_CONTAINS(error_of([&] { e.apply({{"per_device_train_batch_size", 6}, {"gradient_accumulation_steps", 1}}, "trl.yaml"); }),
+                         "trl.yaml", "gradient_accumulation_steps", "6 completions per optimizer step",
+                         "num_generations (8)", "set prompts_per_step");
+    QCOMPARE(e.per_device_train_batch_size, int64_t(8));
+    QCOMPARE(e.prompts_per_step, int64_t(4));
+    // Both given: prompts_per_step stays (a run folder's config.json has both).
+    TrainConfig f;
+    f.apply({{"gradient_accumulation_steps", 6}, {"prompts_per_step", 5}}, "run.yaml");
+    QCOMPARE(f.prompts_per_step, int64_t(5));
+    TrainConfig g;
+    g.apply(f.to_json(), "config.json");
+    QCOMPARE(g.prompts_per_step, int64_t(5));
+    QCOMPARE(g.gradient_accumulation_steps, int64_t(6));
+    // A default config's config.json (gradient_accumulation_steps 1) reads back unchanged.
+    TrainConfig h;
+    TrainConfig back;
+    back.apply(h.to_json(), "config.json");
+    QCOMPARE(back.prompts_per_step, h.prompts_per_step);
+    // The sizes are bounded, so their products cannot overflow.
+    CHECK_ERROR_CONTAINS(error_of([&] { e.apply({{"gradient_accumulation_steps", int64_t(1) << 40}}, "trl.yaml"); }),
+                         "gradient_accumulation_steps");
+    CHECK_ERROR_CONTAINS(error_of([&] { e.apply({{"prompts_per_step", int64_t(1) << 40}}, "trl.yaml"); }),
+                         "prompts_per_step");
   }
 
   void unknown_keys_are_errors_with_the_nearest_key() {
