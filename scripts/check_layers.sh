@@ -4,7 +4,9 @@
 #  2. ui/ includes no core header outside the facade, core/api/;
 #  3. no function in core/run is longer than 80 lines (scripts/function_lengths.py);
 #  4. no tracked source, script, CMake or Markdown file points outside the repository (the design
-#     notes and the facts file docs/ replaced, or the shared folder beside the checkout): cite docs/.
+#     notes and the facts file docs/ replaced, or the shared folder beside the checkout): cite docs/;
+#  5. no chart list outside the chart catalogue (core/run/charts.cpp): a chart's title written as a
+#     string in the app, the UI, the browser page or another core file means a second list.
 # Exits non-zero naming every violation. Run from anywhere: scripts/check_layers.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +41,19 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   fi
 else
   echo "not a git checkout: references outside the repository not checked"
+fi
+titles=$(grep -oE '\{"[a-z_]+", "[^"]+", "' core/run/charts.cpp | sed -E 's/\{"[a-z_]+", "([^"]+)", "/\1/')
+if [ "$(echo "$titles" | grep -c .)" -lt 10 ]; then
+  echo "core/run/charts.cpp: could not read the chart catalogue's titles (this check needs updating)"
+  status=1
+fi
+lists=$(while IFS= read -r t; do
+          [ -n "$t" ] && grep -rnF -e "\"$t\"" -e "'$t'" ui web app core --include='*.cpp' --include='*.h' --include='*.js' --include='*.html'
+        done <<<"$titles" | grep -v '^core/run/charts\.cpp:' | grep -v '^[^:]*:[0-9]*:[[:space:]]*//')
+if [ -n "$lists" ]; then
+  echo "chart titles spelled outside the chart catalogue core/run/charts.cpp (draw from chart_catalogue() or GET /grpo/dashboard/charts):"
+  echo "$lists"
+  status=1
 fi
 [ "$status" = 0 ] && echo "layers: ok"
 exit "$status"

@@ -1,5 +1,6 @@
 #include "ui/dashboard_page.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QGridLayout>
 #include <QRegularExpression>
@@ -11,30 +12,22 @@
 #include <QStyle>
 #include <QVBoxLayout>
 
+#include "core/api/charts.h"
 #include "core/api/run_folder.h"
 #include "ui/run_history.h"
 
 namespace grpo::ui {
 namespace {
 
-LineSpec line(std::string key, QString label, bool dashed = false) {
+// A chart line of the catalogue (core/run/charts.h) as MetricChart draws it. The catalogue's
+// English texts go through the "charts" translation context.
+LineSpec line_spec(const run::ChartLine& c) {
   LineSpec l;
-  l.key = std::move(key);
-  l.label = std::move(label);
-  l.dashed = dashed;
-  return l;
-}
-
-LineSpec banded(std::string key, QString label, std::string std_key) {
-  LineSpec l = line(std::move(key), std::move(label));
-  l.band_std = std::move(std_key);
-  return l;
-}
-
-LineSpec pattern(std::string prefix, std::string suffix) {
-  LineSpec l;
-  l.key = std::move(prefix);
-  l.suffix = std::move(suffix);
+  l.key = c.key;
+  l.label = QCoreApplication::translate("charts", c.label.c_str());
+  l.suffix = c.suffix;
+  l.band_std = c.band_std;
+  l.dashed = c.dashed;
   return l;
 }
 
@@ -63,32 +56,14 @@ DashboardPage::DashboardPage(QWidget* parent) : QWidget(parent) {
   auto* grid = new QGridLayout(grid_host);
   grid->setContentsMargins(0, 0, 0, 0);
   grid->setSpacing(4);
-  const std::vector<std::pair<QString, std::vector<LineSpec>>> layout = {
-      {tr("Reward"), {banded("reward", tr("mean"), "reward_std")}},
-      {tr("Reward per function"), {pattern("rewards/", "/mean")}},
-      {tr("Eval accuracy"), {line("eval/accuracy", tr("greedy accuracy"))}},
-      {tr("Staleness (versions)"), {line("sample/staleness_mean", tr("mean")), line("sample/staleness_max", tr("max")),
-                                    line("sample/dropped_stale_total", tr("dropped"))}},
-      {tr("Throughput (tok/s)"), {line("rollout/generated_tok_s", tr("generated")), line("trained_tok_s", tr("trained"))}},
-      {tr("Rollout queue (groups)"), {line("sample/rollout_queue_size", tr("occupancy")),
-                                      line("rollout/score_queue_size", tr("scorer queue"), true)}},
-      {tr("Waits (s per step)"), {line("perf/rollout_wait_s", tr("trainer waits for rollouts")),
-                                  line("rollout/backpressure_s", tr("back-pressure"))}},
-      {tr("Step time (s)"), {line("perf/step_s", tr("step")), line("perf/fwd_bwd_s", tr("forward+backward")),
-                             line("perf/optimizer_s", tr("optimizer"))}},
-      {tr("KL"), {line("kl", tr("kl"))}},
-      {tr("Ratio and clipping"), {line("ratio_min", tr("ratio min")), line("ratio_max", tr("ratio max")),
-                                  line("clip_ratio/region_mean", tr("clip fraction"), true)}},
-      {tr("Completion length (tokens)"), {line("completions/mean_length", tr("mean")),
-                                          line("completions/min_length", tr("min"), true),
-                                          line("completions/max_length", tr("max"), true)}},
-      {tr("Learning rate"), {line("learning_rate", tr("lr"))}},
-  };
   int i = 0;
-  for (const auto& [title, lines] : layout) {
-    auto* c = new MetricChart(title, lines);
-    c->setObjectName("chart:" + title);
+  for (const auto& spec : run::chart_catalogue()) {
+    std::vector<LineSpec> lines;
+    for (const auto& l : spec.lines) lines.push_back(line_spec(l));
+    auto* c = new MetricChart(QCoreApplication::translate("charts", spec.title.c_str()), std::move(lines));
+    c->setObjectName(QString::fromStdString("chart:" + spec.id));
     charts_.push_back(c);
+    chart_ids_.push_back(spec.id);
     grid->addWidget(c, i / 4, i % 4);
     ++i;
   }
@@ -119,6 +94,12 @@ MetricChart* DashboardPage::chart(const QString& title) const {
   return nullptr;
 }
 
+MetricChart* DashboardPage::chartById(const std::string& id) const {
+  for (size_t i = 0; i < charts_.size() && i < chart_ids_.size(); ++i)
+    if (chart_ids_[i] == id) return charts_[i];
+  return nullptr;
+}
+
 void DashboardPage::clear() {
   store_.clear();
   events_->clear();
@@ -127,7 +108,7 @@ void DashboardPage::clear() {
 }
 
 void DashboardPage::setQueueBound(double groups) {
-  if (auto* c = chart(tr("Rollout queue (groups)"))) c->setReferenceLine(groups, tr("bound"));
+  if (auto* c = chartById("queue")) c->setReferenceLine(groups, tr("bound"));
 }
 
 void DashboardPage::setTitle(const QString& text) { title_->setText(text); }

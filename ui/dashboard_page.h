@@ -7,6 +7,7 @@
 // store changed.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include <QVector>
@@ -30,6 +31,10 @@ public:
   MetricStore& store() { return store_; }
   const std::vector<MetricChart*>& charts() const { return charts_; }
   MetricChart* chart(const QString& title) const;
+  // By the catalogue's id (core/run/charts.h), e.g. "queue".
+  MetricChart* chartById(const std::string& id) const;
+  // The catalogue ids of charts(), in the same order.
+  const std::vector<std::string>& chartIds() const { return chart_ids_; }
 
   void clear();
   void setQueueBound(double groups);  // the rollout queue's capacity, in groups
@@ -48,6 +53,7 @@ public Q_SLOTS:
 private:
   MetricStore store_;
   std::vector<MetricChart*> charts_;
+  std::vector<std::string> chart_ids_;
   QLabel *title_, *verdict_, *advice_;
   QListWidget* events_;
   QTimer* timer_;

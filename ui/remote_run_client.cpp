@@ -8,6 +8,7 @@
 
 #include "core/api/util.h"
 #include "core/api/cluster.h"
+#include "core/api/run_folder.h"
 
 namespace grpo::ui {
 namespace {
@@ -220,13 +221,10 @@ void RemoteRunClient::onMetrics(QNetworkReply* r) {
 }
 
 bool RemoteRunClient::report_from_record(const nlohmann::json& rec, int64_t maxSteps, run::StepReport* out) {
-  if (!rec.is_object() || !rec.contains("step") || !rec["step"].is_number_integer()) return false;
-  out->step = rec["step"].get<int64_t>();
+  run::MetricsRecord r;
+  if (!run::read_metrics_record(rec, &r)) return false;
+  *out = run::step_report_of(r);
   out->max_steps = maxSteps;
-  out->policy_version = rec.value("policy_version", int64_t{0});
-  out->elapsed_s = rec.contains("time") && rec["time"].is_number() ? rec["time"].get<double>() : 0.0;
-  for (const auto& [k, v] : rec.items())
-    if (v.is_number() && k != "step" && k != "time" && k != "policy_version") out->metrics[k] = v.get<double>();
   return true;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/api/charts.h"
 #include "core/api/util.h"
 #include "core/api/run_folder.h"
 
@@ -9,8 +10,7 @@ namespace grpo::ui {
 namespace {
 
 void add_derived(MetricStore& store, double step, const std::map<std::string, double>& m) {
-  auto a = m.find("batch/trained_tokens_per_step"), b = m.find("perf/step_s");
-  if (a != m.end() && b != m.end() && b->second > 0) store.add(step, "trained_tok_s", a->second / b->second);
+  for (const auto& [k, v] : run::derived_metrics(m)) store.add(step, k, v);
 }
 
 QString value_text(const nlohmann::json& v) {
@@ -75,15 +75,11 @@ RunHistory load_run_history(const std::string& run_dir, MetricStore& store) {
   h.config = run.read_config();
   store.clear();
   for (const auto& j : run.read_metrics()) {
-    if (!j.contains("step")) continue;
-    run::StepReport r;
-    r.step = j.value("step", int64_t{0});
-    r.policy_version = j.value("policy_version", int64_t{0});
-    for (const auto& [k, v] : j.items())
-      if (v.is_number() && k != "step" && k != "time" && k != "policy_version") r.metrics[k] = v.get<double>();
-    h.last_verdict = j.value("verdict", h.last_verdict);
-    h.steps = r.step;
-    add_step(store, r);
+    run::MetricsRecord rec;
+    if (!run::read_metrics_record(j, &rec)) continue;
+    if (!rec.verdict.empty()) h.last_verdict = rec.verdict;
+    h.steps = rec.step;
+    add_step(store, run::step_report_of(rec));
   }
   for (const auto& j : run.read_events()) add_event_marker(store, j);
   try {

@@ -14,35 +14,31 @@
   const MAX_EVENTS_SHOWN = 400;
   const PALETTE = ['#3b82f6', '#ef4444', '#10b981', '#f59e0b', '#8b5cf6', '#ec4899', '#14b8a6', '#64748b'];
 
-  // The charts: what the desktop Dashboard shows, plus MFU and loss. `keys` are metric names of
-  // the run's metrics records (TRL's names, reference facts 1.6); `pattern` adds every key it matches.
-  const CHARTS = [
-    { id: 'reward', title: 'Reward', series: [
-      { key: 'reward', label: 'mean' },
-      { key: 'reward', label: 'mean + std', plus: 'reward_std', dash: true, colorIndex: 0 },
-      { key: 'reward', label: 'mean − std', minus: 'reward_std', dash: true, colorIndex: 0 }] },
-    { id: 'reward_funcs', title: 'Reward per function', pattern: /^rewards\/(.+)\/mean$/ },
-    { id: 'eval', title: 'Eval accuracy', series: [{ key: 'eval/accuracy', label: 'greedy accuracy', points: true }] },
-    { id: 'staleness', title: 'Staleness (versions)', series: [
-      { key: 'sample/staleness_mean', label: 'mean' }, { key: 'sample/staleness_max', label: 'max' }] },
-    { id: 'throughput', title: 'Throughput (tok/s)', series: [
-      { key: 'rollout/generated_tok_s', label: 'generated' }, { key: 'trained_tok_s', label: 'trained' }] },
-    { id: 'kl', title: 'KL', series: [{ key: 'kl', label: 'kl' }] },
-    { id: 'loss', title: 'Loss', series: [{ key: 'loss', label: 'loss' }] },
-    { id: 'clip', title: 'Clip ratios', series: [
-      { key: 'clip_ratio/low_mean', label: 'low' }, { key: 'clip_ratio/high_mean', label: 'high' },
-      { key: 'clip_ratio/region_mean', label: 'region' }] },
-    { id: 'mfu', title: 'MFU', series: [
-      { key: 'perf/mfu_wall_clock', label: 'wall clock' }, { key: 'perf/mfu_fwd_bwd', label: 'fwd+bwd' }] },
-    { id: 'queue', title: 'Queue depth (groups)', series: [
-      { key: 'sample/rollout_queue_size', label: 'rollout queue' }, { key: 'rollout/score_queue_size', label: 'scorer queue' }] },
-    { id: 'idle', title: 'Trainer idle (fraction)', series: [
-      { key: 'trainer_idle_frac', label: 'trainer idle' }, { key: 'generation_idle_frac', label: 'generation blocked' }] },
-    { id: 'step_time', title: 'Step time (s)', series: [
-      { key: 'perf/step_s', label: 'step' }, { key: 'perf/fwd_bwd_s', label: 'forward+backward' }] },
-    { id: 'lr', title: 'Learning rate', series: [{ key: 'learning_rate', label: 'lr' }] },
-    { id: 'length', title: 'Completion length (tokens)', series: [{ key: 'completions/mean_length', label: 'mean' }] },
-  ];
+  // The charts come from the run's endpoint (GET /grpo/dashboard/charts): the catalogue the desktop
+  // Dashboard draws too (core/run/charts.h), so both show the same charts. chartsFrom turns it into
+  // this page's specs: `series` of metric keys (TRL's names, as the run's metrics records hold
+  // them), or a `pattern` that adds every key it matches; a band is two dashed lines, mean ± std.
+  let CHARTS = [];
+  const escapeRe = (t) => t.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  function chartsFrom(catalogue) {
+    return catalogue.map((c) => {
+      const spec = { id: c.id, title: c.title, unit: c.unit, series: [] };
+      for (const l of c.lines) {
+        if (l.suffix) { spec.pattern = new RegExp('^' + escapeRe(l.key) + '(.+)' + escapeRe(l.suffix) + '$'); continue; }
+        const colorIndex = spec.series.length;
+        spec.series.push({ key: l.key, label: l.label, dash: !!l.dashed, points: !!l.points, colorIndex });
+        if (l.band_std) {
+          spec.series.push({ key: l.key, label: l.label + ' + std', plus: l.band_std, dash: true, colorIndex });
+          spec.series.push({ key: l.key, label: l.label + ' − std', minus: l.band_std, dash: true, colorIndex });
+        }
+      }
+      return spec;
+    });
+  }
+  async function loadCharts() {
+    CHARTS = chartsFrom(await api('/grpo/dashboard/charts'));
+    for (const spec of CHARTS) makeChart(spec);
+  }
   const MARKER_KINDS = new Set(['pause', 'resume', 'retune', 'stop']);
 
   const $ = (sel, root = document) => root.querySelector(sel);
@@ -605,8 +601,8 @@
     $('#login').hidden = true;
     $('#dashboard').hidden = false;
     setConnection('Connecting…');
-    if (!charts.length) for (const spec of CHARTS) makeChart(spec);
     statePoller = poll('state', 1000, async () => {
+      if (!charts.length) await loadCharts();
       await updateState();
       if (!seriesPoller) {
         seriesPoller = poll('series', 1000, updateSeries);

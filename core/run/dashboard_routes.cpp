@@ -21,6 +21,8 @@
 #include "core/common/files.h"
 #include "core/common/strings.h"
 #include "core/grpo/config.h"
+#include "core/run/charts.h"
+#include "core/run/metrics_record.h"
 #include "core/run/run_dir.h"
 #include "core/run/throughput_advisor.h"
 #include "core/run/web_assets.h"
@@ -127,15 +129,14 @@ void RunCache::refresh_metrics() {
 }
 
 void RunCache::add_record(const json& rec) {
-  const auto st = rec.find("step");
-  if (st == rec.end() || !st->is_number()) return;
-  const double step = st->get<double>();
+  MetricsRecord r;
+  if (!read_metrics_record(rec, &r)) return;
+  const double step = static_cast<double>(r.step);
   if (!steps_.empty() && step <= steps_.back()) drop_from(step);  // the file was rewritten (resume)
   if (steps_.size() >= kMaxRows) thin_out();
   const size_t row = steps_.size();
   steps_.push_back(step);
-  const auto t = rec.find("time");
-  times_.push_back(t != rec.end() && t->is_number() ? t->get<double>() : NAN);
+  times_.push_back(r.time);
   for (auto& [k, col] : columns_) col.push_back(NAN);
   auto set = [&](const std::string& k, double v) {
     auto it = columns_.find(k);
@@ -145,16 +146,10 @@ void RunCache::add_record(const json& rec) {
     }
     it->second[row] = static_cast<float>(v);
   };
-  for (const auto& [k, v] : rec.items())
-    if (v.is_number() && k != "step" && k != "time") set(k, v.get<double>());
-  // Trained tokens per second, as the desktop charts derive it (ui/run_history.cpp): derived before
+  for (const auto& [k, v] : r.metrics) set(k, v);
+  // Derived metrics (trained tok/s), as the desktop derives them (core/run/charts.h): before
   // decimation, so a bucket's extremes are the rate's own.
-  auto num = [&](const char* k) {
-    const auto it = rec.find(k);
-    return it != rec.end() && it->is_number() ? it->get<double>() : NAN;
-  };
-  const double trained = num("batch/trained_tokens_per_step"), step_s = num("perf/step_s");
-  if (std::isfinite(trained) && std::isfinite(step_s) && step_s > 0) set("trained_tok_s", trained / step_s);
+  for (const auto& [k, v] : derived_metrics(r.metrics)) set(k, v);
   last_record_ = rec;
 }
 
@@ -568,6 +563,7 @@ void add_dashboard_routes(HttpServer& server, DashboardSource source) {
   get_json(server, "/grpo/dashboard/workers", [d](const HttpRequest&) { return d->workers(); });
   get_json(server, "/grpo/dashboard/adapters", [d](const HttpRequest&) { return d->adapters(); });
   get_json(server, "/grpo/config/schema", [](const HttpRequest&) { return schema_json(); });
+  get_json(server, "/grpo/dashboard/charts", [](const HttpRequest&) { return chart_catalogue_json(); });
   server.route("GET", "/grpo/dashboard/adapter/*", [run0](const HttpRequest& req, Reply reply) {
     reply.send(adapter_file(run0->folder(), req.path));
   }, RouteOptions{.blocking = true});

@@ -18,6 +18,7 @@
 #include "core/common/files.h"
 #include "core/common/log.h"
 #include "core/common/strings.h"
+#include "core/run/metrics_record.h"
 
 namespace grpo::run {
 
@@ -237,15 +238,11 @@ void TensorBoardWriter::add_scalars(int64_t step, double wall_time, const std::m
 }
 
 void TensorBoardWriter::add_metrics_record(const nlohmann::json& record) {
-  check(record.is_object() && record.contains("step") && record["step"].is_number_integer(), dir_,
-        "metrics record without an integer \"step\": " + record.dump().substr(0, 200));
-  std::map<std::string, double> m;
-  for (const auto& [k, v] : record.items())
-    if (k != "step" && k != "time" && k != "wall_time" && v.is_number()) m[k] = v.get<double>();
-  double t = 0;
-  if (record.contains("time") && record["time"].is_number()) t = record["time"].get<double>();
-  else if (record.contains("wall_time") && record["wall_time"].is_number()) t = record["wall_time"].get<double>();
-  add_scalars(record["step"].get<int64_t>(), t, m);
+  MetricsRecord r;
+  check(read_metrics_record(record, &r), dir_, "metrics record without an integer \"step\": " + record.dump().substr(0, 200));
+  std::map<std::string, double> m = r.metrics;
+  if (record.contains("policy_version")) m["policy_version"] = static_cast<double>(r.policy_version);  // a scalar worth seeing
+  add_scalars(r.step, std::isfinite(r.time) ? r.time : 0.0, m);
 }
 
 void TensorBoardWriter::log_metrics(const nlohmann::json& record) noexcept {

@@ -17,7 +17,9 @@
 #include "core/common/strings.h"
 #include "tests/common/raw_http.h"
 #include "tests/ui/fast_demo.h"
+#include "ui/dashboard_page.h"
 #include "ui/main_window.h"
+#include "ui/metric_chart.h"
 
 using namespace grpo::ui;
 using grpo::run::EngineState;
@@ -103,6 +105,20 @@ private Q_SLOTS:
           return false;
         }(),
         60000);
+
+    // The browser view and this window draw the same charts: the catalogue the page gets from the
+    // run's endpoint lists the desktop Dashboard's charts, ids and titles, in the same order.
+    QCOMPARE(request(port, "GET", "/grpo/dashboard/charts", "").status, 401);
+    const auto served = request(port, "GET", "/grpo/dashboard/charts", token);
+    QCOMPARE(served.status, 200);
+    const nlohmann::json catalogue = served.j();
+    const auto& ids = w.dashboard()->chartIds();
+    QVERIFY2(catalogue.is_array() && catalogue.size() == ids.size() && ids.size() == w.dashboard()->charts().size(),
+             catalogue.dump().c_str());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      QCOMPARE(catalogue[i].value("id", std::string()), ids[i]);
+      QCOMPARE(QString::fromStdString(catalogue[i].value("title", std::string())), w.dashboard()->charts()[i]->title());
+    }
 
     // Pause and resume through the browser's routes act on the desktop run.
     QCOMPARE(request(port, "POST", "/grpo/run/pause", token, "{}").status, 200);

@@ -31,6 +31,8 @@
 using json = nlohmann::json;
 #include "ui/workers_page.h"
 #ifdef GRPO_UI_WITH_CLUSTER_TEST
+#include "core/api/charts.h"
+#include "core/api/run_folder.h"
 #include "core/cluster/beacon.h"
 #include "core/cluster/cluster_token.h"
 #include "core/cluster/discovery.h"
@@ -281,6 +283,33 @@ private Q_SLOTS:
     QVERIFY(d.eventsList()->item(1)->text().contains("Check that worker's logs"));
     QVERIFY(d.eventsList()->item(1)->text().contains("answered garbage"));
     d.redrawNow(true);
+    // The Dashboard's charts are the catalogue's (the browser view's too), in its order, and the
+    // derived trained tok/s reaches the throughput chart.
+    const auto& catalogue = grpo::run::chart_catalogue();
+    QCOMPARE(d.charts().size(), catalogue.size());
+    for (size_t i = 0; i < catalogue.size(); ++i) {
+      QCOMPARE(d.chartIds()[i], catalogue[i].id);
+      QCOMPARE(d.charts()[i]->title(), QString::fromStdString(catalogue[i].title));
+      QCOMPARE(d.chartById(catalogue[i].id), d.charts()[i]);
+    }
+    QVERIFY(d.chartById("no-such-chart") == nullptr);
+    QCOMPARE(grpo::run::derived_metrics(std::map<std::string, double>{{"batch/trained_tokens_per_step", 300}, {"perf/step_s", 2}}),
+             (std::map<std::string, double>{{"trained_tok_s", 150}}));
+    QVERIFY(grpo::run::derived_metrics(std::map<std::string, double>{{"batch/trained_tokens_per_step", 300}, {"perf/step_s", 0}}).empty());
+    // One reader for a metrics record: the record's own fields are not metrics, non-numbers are skipped.
+    grpo::run::MetricsRecord rec;
+    QVERIFY(!grpo::run::read_metrics_record(nlohmann::json{{"step", 1.5}, {"loss", 1}}, &rec));
+    QVERIFY(!grpo::run::read_metrics_record(nlohmann::json::array({1, 2}), &rec));
+    QVERIFY(grpo::run::read_metrics_record(
+        nlohmann::json{{"step", 7}, {"time", 3.5}, {"policy_version", 3}, {"verdict", "balanced"}, {"loss", 0.25}, {"note", "x"}}, &rec));
+    QCOMPARE(rec.step, int64_t(7));
+    QCOMPARE(rec.time, 3.5);
+    QCOMPARE(rec.policy_version, int64_t(3));
+    QCOMPARE(rec.verdict, std::string("balanced"));
+    QCOMPARE(rec.metrics, (std::map<std::string, double>{{"loss", 0.25}}));
+    QVERIFY(grpo::run::read_metrics_record(nlohmann::json{{"step", 8}, {"wall_time", 9.0}}, &rec));
+    QCOMPARE(rec.time, 9.0);  // TRL's name for it
+    QVERIFY(rec.metrics.empty());
     MetricChart* reward = d.chart("Reward");
     QCOMPARE(reward->markerCount(), 3);  // pause, the fault, its end (start is no marker)
     QCOMPARE(d.store().markers()[1].severity, QString("warning"));

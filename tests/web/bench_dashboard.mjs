@@ -14,7 +14,7 @@ import { apiGet, appendMetrics, cleanup, findChromium, launchBrowser, makeTokenF
 
 const args = parseArgs(process.argv);
 const STEPS = Number(args.steps || 100000), SECONDS = Number(args.seconds || 20);
-// The default viewport shows all 14 charts at once (every one redraws on every update: the worst
+// The default viewport shows all 15 charts at once (every one redraws on every update: the worst
 // case); --width 1280 --height 900 is a laptop's window (charts off screen wait until scrolled to).
 const WIDTH = Number(args.width || 1600), HEIGHT = Number(args.height || 3200);
 // 20 of the metrics the charts show (trained tok/s is derived from two of them).

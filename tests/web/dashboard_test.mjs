@@ -3,6 +3,7 @@
 //   - without the token: the login prompt, no data on the page, and every data route answers 401;
 //   - with #token=...: the token moves to sessionStorage and leaves the address bar; the current
 //     step shows in [data-metric="step"]; the reward, staleness and throughput charts are drawn;
+//     the charts on the page are the run's catalogue (GET /grpo/dashboard/charts), in its order;
 //   - pause and resume act on the run (its step stops, then moves again); a retune shows as a
 //     marker on the charts, a bad value is refused with the key named; stop (confirmed) ends it;
 //   - the trainer resumed on the same port: the page reconnects by itself and says so;
@@ -24,6 +25,7 @@ const DATA_ROUTES = [
   ['GET', '/grpo/run'], ['GET', '/grpo/metrics?since=-1'], ['GET', '/grpo/events?since=0'],
   ['GET', '/grpo/dashboard/state'], ['GET', '/grpo/dashboard/series?since=-1'], ['GET', '/grpo/dashboard/samples'],
   ['GET', '/grpo/dashboard/workers'], ['GET', '/grpo/dashboard/adapters'], ['GET', '/grpo/config/schema'],
+  ['GET', '/grpo/dashboard/charts'],
   ['GET', '/grpo/dashboard/adapter/1/adapter_config.json'], ['GET', '/grpo/bucket/policy-v1/SHA256SUMS'],
   ['POST', '/grpo/run/pause'], ['POST', '/grpo/run/resume'], ['POST', '/grpo/run/stop'], ['POST', '/grpo/run/retune'],
 ];
@@ -105,6 +107,15 @@ async function liveChecks(browser, base, token, runDir, train) {
         { timeout: RUN_PACE_MS }, id);
       await page.waitForSelector(`[data-chart="${id}"] canvas`, { timeout: 15000 });
       await waitFor(`the ${id} chart's line`, async () => (await linePixels(page, id)) > 20, 30000);
+    }
+  });
+  await checks.step("the page shows the run's chart catalogue, every chart in its order (as the desktop does)", async () => {
+    const catalogue = (await apiGet(base, '/grpo/dashboard/charts', token)).json;
+    if (!Array.isArray(catalogue) || catalogue.length < 10) throw new Error('no chart catalogue: ' + JSON.stringify(catalogue));
+    const want = catalogue.map((c) => [c.id, c.title]);
+    const shown = await page.$$eval('[data-chart]', (l) => l.map((f) => [f.dataset.chart, f.querySelector('figcaption').textContent]));
+    if (JSON.stringify(shown) !== JSON.stringify(want)) {
+      throw new Error(`charts shown ${JSON.stringify(shown)}, the catalogue says ${JSON.stringify(want)}`);
     }
   });
   await checks.step('pause acts on the run: the state says paused and the step stops', async () => {
