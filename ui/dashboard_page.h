@@ -1,8 +1,7 @@
-// DashboardPage: the live charts of a run (docs/dashboard.md, "Watching a live run"; drawing:
-// docs/ARCHITECTURE.md, "The dashboard's stores"): reward with its std band and per reward
-// function, staleness, throughput, queue against its bound, waits, step time, KL, ratio and
-// clipping, completion length, learning rate, eval accuracy, with the bottleneck verdict and its
-// advice above them, and the run's events (faults with their advice highlighted) in a bounded
+// DashboardPage: the live charts of a run, one per entry of the chart catalogue (core/run/charts.h;
+// docs/dashboard.md, "Watching a live run"; drawing: docs/ARCHITECTURE.md, "The dashboard's
+// stores"), the rollout queue's against its bound, with the bottleneck verdict and its advice above
+// them, and the run's events (faults with their advice highlighted) in a bounded
 // list below them. Data goes into a bounded MetricStore; a 25 Hz timer redraws only when the
 // store changed.
 #pragma once

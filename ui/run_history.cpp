@@ -9,10 +9,6 @@
 namespace grpo::ui {
 namespace {
 
-void add_derived(MetricStore& store, double step, const std::map<std::string, double>& m) {
-  for (const auto& [k, v] : run::derived_metrics(m)) store.add(step, k, v);
-}
-
 QString value_text(const nlohmann::json& v) {
   if (v.is_number_float()) return QString::number(v.get<double>(), 'g', 4);
   return QString::fromStdString(v.dump());
@@ -24,7 +20,7 @@ void add_step(MetricStore& store, const run::StepReport& report) {
   const double x = static_cast<double>(report.step);
   for (const auto& [k, v] : report.metrics) store.add(x, k, v);
   store.add(x, "policy_version", static_cast<double>(report.policy_version));
-  add_derived(store, x, report.metrics);
+  for (const auto& [k, v] : run::derived_metrics(report.metrics)) store.add(x, k, v);
 }
 
 QString describe_event(const nlohmann::json& e) {

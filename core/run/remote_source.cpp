@@ -45,6 +45,10 @@ nlohmann::json RemoteAccounting::to_json() const {
           {"failed_batches", failed_batches}, {"router", router}, {"routing", routing}};
 }
 
+// Adapter versions kept registered on workers for a max_staleness: every version still sampled
+// from; the one being swapped in makes RunDirectory::keep_versions.
+static int64_t worker_keep_versions(int64_t max_staleness) { return RunDirectory::keep_versions(max_staleness) - 1; }
+
 RemoteSourceOptions remote_options_from_config(const grpo::TrainConfig& cfg, const std::string& run_dir) {
   RemoteSourceOptions o;
   o.worker_urls = cfg.worker_urls;
@@ -56,8 +60,7 @@ RemoteSourceOptions remote_options_from_config(const grpo::TrainConfig& cfg, con
   o.worker_timeout_s = cfg.worker_timeout_s;
   const std::string model_config = path_join(hub::resolve_model_dir(cfg.model_name_or_path, cfg.model_revision), "config.json");
   if (file_exists(model_config)) o.vocab_size = io::ModelConfig::load(model_config).vocab_size;
-  // Every version still sampled from; the one being swapped in makes RunDirectory::keep_versions.
-  o.keep_versions = RunDirectory::keep_versions(cfg.max_staleness) - 1;
+  o.keep_versions = worker_keep_versions(cfg.max_staleness);
   o.run_dir = run_dir;
   if (o.discovery) cluster::parse_host_port(o.discovery_address, "discovery_address");  // fail early
   for (const auto& u : o.worker_urls)
@@ -131,10 +134,9 @@ void RemoteSource::on_version_published(int64_t version, const std::string& adap
 }
 
 void RemoteSource::on_max_staleness(int64_t max_staleness) {
-  // As remote_options_from_config: every version still sampled from; the one being swapped in
-  // makes RunDirectory::keep_versions. Raised, older versions stay registered from the next load
-  // on; lowered, the next load unloads down to the new count.
-  keep_versions_ = RunDirectory::keep_versions(max_staleness) - 1;
+  // Raised, older versions stay registered from the next load on; lowered, the next load unloads
+  // down to the new count.
+  keep_versions_ = worker_keep_versions(max_staleness);
 }
 
 std::string RemoteSource::model_for(int64_t version) const {
