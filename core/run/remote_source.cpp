@@ -166,11 +166,13 @@ void RemoteSource::take_up_new_version() {
     return;
   }
   loaded_[version] = dir;
-  loaded_version_ = version;
   while (static_cast<int64_t>(loaded_.size()) > keep_versions_.load()) {
     router_->unload_adapter(model_for(loaded_.begin()->first));
     loaded_.erase(loaded_.begin());
   }
+  // Set last, so that a reader on another thread who sees this version also sees the versions
+  // that left the window unloaded from the workers.
+  loaded_version_ = version;
 }
 
 void RemoteSource::wait_for_a_worker() {

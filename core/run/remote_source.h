@@ -78,6 +78,8 @@ public:
   int64_t tokens_generated() const override { return tokens_.load(); }
 
   RemoteAccounting accounting() const;
+  // The newest version the workers were asked to load, set once the versions that left the
+  // staleness window have been unloaded from them.
   int64_t loaded_version() const { return loaded_version_.load(); }
   // Any thread: the router's workers with raw counters (tok_s left 0: the periodic caller rates
   // them), and an operator command queued into the router, applied between its dispatches.
