@@ -11,9 +11,9 @@
 #include "app/commands.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/records/metrics_export.h"
+#include "core/records/run_dir.h"
 #include "core/run/export.h"
-#include "core/run/metrics_export.h"
-#include "core/run/run_dir.h"
 
 namespace grpo::cli {
 namespace {

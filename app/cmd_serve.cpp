@@ -1,5 +1,5 @@
 // `grpo serve RUN_DIR [MORE_RUN_DIRS...] --listen HOST:PORT`: the browser view of runs on disk,
-// read-only (core/run/dashboard_routes.h; docs/dashboard.md). The first run is shown; the others
+// read-only (core/serve/dashboard_routes.h; docs/dashboard.md). The first run is shown; the others
 // can be overlaid on its charts for comparison. Data routes need the cluster token; the page's
 // address with the token in its fragment is printed once listening. SIGINT/SIGTERM stop it (exit 0).
 #include <CLI/CLI.hpp>
@@ -12,9 +12,11 @@
 #include "core/cluster/cluster_token.h"
 #include "core/cluster/http_server.h"
 #include "core/common/error.h"
-#include "core/run/dashboard_routes.h"
-#include "core/run/run_dir.h"
-#include "core/run/run_endpoint.h"
+#include "core/grpo/config.h"
+#include "core/grpo/config_schema_json.h"
+#include "core/records/run_dir.h"
+#include "core/serve/dashboard_routes.h"
+#include "core/serve/run_endpoint.h"
 
 namespace grpo::cli {
 
@@ -53,6 +55,7 @@ void add_serve_commands(CLI::App& app) {
     cluster::HttpServer server(o);
     run::DashboardSource source;
     source.run_dirs = a->runs;
+    source.config_schema = grpo::config_schema_json(grpo::train_config_schema());
     run::add_dashboard_routes(server, source);
     run::add_run_folder_routes(server, a->runs.front());
     install_stop_signals();

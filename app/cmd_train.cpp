@@ -17,17 +17,17 @@
 #include <QCoreApplication>
 
 #include "app/commands.h"
+#include "core/cluster/cluster_token.h"
+#include "core/cluster/tls.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/grpo/config.h"
 #include "core/grpo/config_schema.h"
-#include "core/cluster/cluster_token.h"
-#include "core/cluster/tls.h"
-#include "core/run/dashboard_routes.h"
+#include "core/records/run_status.h"
 #include "core/run/engine.h"
-#include "core/run/run_endpoint.h"
-#include "core/run/run_status.h"
 #include "core/run/sync_trainer.h"
+#include "core/serve/dashboard_routes.h"
+#include "core/serve/run_endpoint.h"
 
 namespace grpo::cli {
 

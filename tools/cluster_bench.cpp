@@ -28,9 +28,9 @@
 #include "core/common/timing.h"
 #include "core/model/peft_io.h"
 #include "core/model/weights.h"
+#include "core/records/run_dir.h"
 #include "core/run/engine.h"
 #include "core/run/remote_source.h"
-#include "core/run/run_dir.h"
 #include "core/text/tokenizer.h"
 
 namespace grpo::run {

@@ -9,15 +9,15 @@
 #include <torch/torch.h>
 
 #include "core/common/error.h"
-#include "core/common/timing.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
+#include "core/common/timing.h"
 #include "tools/forward_bench.h"
+#include "core/grpo/config.h"
 #include "core/model/peft_io.h"
 #include "core/model/weights.h"
-#include "core/grpo/config.h"
+#include "core/records/run_dir.h"
 #include "core/run/engine.h"
-#include "core/run/run_dir.h"
 #include "core/run/sync_trainer.h"
 
 namespace fs = std::filesystem;

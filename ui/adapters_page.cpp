@@ -16,6 +16,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include "core/api/export.h"
 #include "core/api/run_folder.h"
 
 namespace grpo::ui {

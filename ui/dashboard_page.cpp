@@ -19,7 +19,7 @@
 namespace grpo::ui {
 namespace {
 
-// A chart line of the catalogue (core/run/charts.h) as MetricChart draws it. The catalogue's
+// A chart line of the catalogue (core/records/charts.h) as MetricChart draws it. The catalogue's
 // English texts go through the "charts" translation context.
 LineSpec line_spec(const run::ChartLine& c) {
   LineSpec l;

@@ -1,4 +1,4 @@
-// DashboardPage: the live charts of a run, one per entry of the chart catalogue (core/run/charts.h;
+// DashboardPage: the live charts of a run, one per entry of the chart catalogue (core/records/charts.h;
 // docs/dashboard.md, "Watching a live run"; drawing: docs/ARCHITECTURE.md, "The dashboard's
 // stores"), the rollout queue's against its bound, with the bottleneck verdict and its advice above
 // them, and the run's events (faults with their advice highlighted) in a bounded
@@ -30,7 +30,7 @@ public:
   MetricStore& store() { return store_; }
   const std::vector<MetricChart*>& charts() const { return charts_; }
   MetricChart* chart(const QString& title) const;
-  // By the catalogue's id (core/run/charts.h), e.g. "queue".
+  // By the catalogue's id (core/records/charts.h), e.g. "queue".
   MetricChart* chartById(const std::string& id) const;
   // The catalogue ids of charts(), in the same order.
   const std::vector<std::string>& chartIds() const { return chart_ids_; }

@@ -43,6 +43,7 @@
 #include "ui/workers_page.h"
 
 #include "core/api/cluster.h"
+#include "core/api/run_folder.h"
 #include "core/api/util.h"
 
 namespace grpo::ui {
@@ -350,7 +351,7 @@ bool MainWindow::startRun() {
   progress_->setRange(0, static_cast<int>(cfg.max_steps));
   progress_->setValue(0);
   stepLabel_->setText(tr("step 0/%1").arg(cfg.max_steps));
-  versionLabel_->setText("policy-v0");
+  versionLabel_->setText(QString::fromStdString(::grpo::run::RunFolder::adapter_name(0)));
   etaLabel_->setText(tr("ETA —"));
   adapters_->setRunDir(dir);
   showPage(dashboard_);
@@ -363,7 +364,7 @@ void MainWindow::onSteps(const QVector<::grpo::run::StepReport>& reports) {
   samples_->addReports(reports);
   const auto& r = reports.back();
   stepLabel_->setText(tr("step %1/%2").arg(r.step).arg(r.max_steps));
-  const QString version = QString("policy-v%1").arg(r.policy_version);
+  const QString version = QString::fromStdString(::grpo::run::RunFolder::adapter_name(r.policy_version));
   if (versionLabel_->text() != version) adapters_->refresh();  // a new version was published
   versionLabel_->setText(version);
   const double eta = r.step > 0 ? r.elapsed_s / static_cast<double>(r.step) * static_cast<double>(r.max_steps - r.step) : NAN;
@@ -458,7 +459,7 @@ bool MainWindow::attachRun(const QString& url, const QString& tokenFile, QString
   shownRun_.clear();
   dashboard_->setTitle(tr("Remote run %1 — connecting...").arg(remote_->url().toString()));
   stepLabel_->setText(tr("step 0/—"));
-  versionLabel_->setText("policy-v0");
+  versionLabel_->setText(QString::fromStdString(::grpo::run::RunFolder::adapter_name(0)));
   etaLabel_->setText(tr("ETA —"));
   stateLabel_->setText(tr("attaching"));
   showPage(dashboard_);

@@ -1,5 +1,5 @@
 // RemoteRunClient: the desktop app attached to a headless `grpo train --serve HOST:PORT` over its
-// HTTP endpoint (core/run/run_endpoint.h documents the routes; this file speaks HTTP only, no
+// HTTP endpoint (core/serve/run_endpoint.h documents the routes; this file speaks HTTP only, no
 // engine headers). Polls GET /grpo/run, GET /grpo/metrics?since=<last step> and GET
 // /grpo/events?since=<events seen> about once a second on the GUI thread's event loop
 // (asynchronous QNetworkAccessManager, never blocking), turns the run's metrics records into

@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 
 #include "core/api/cluster.h"
+#include "core/api/run_folder.h"
 
 namespace grpo::ui {
 
@@ -29,7 +30,7 @@ QVariant WorkerTableModel::data(const QModelIndex& index, int role) const {
       case Name: return w.name;
       case Url: return w.url;
       case Status: return w.status;
-      case Adapter: return w.adapterVersion < 0 ? QVariant(QStringLiteral("—")) : QVariant(QString("policy-v%1").arg(w.adapterVersion));
+      case Adapter: return w.adapterVersion < 0 ? QVariant(QStringLiteral("—")) : QVariant(QString::fromStdString(::grpo::run::RunFolder::adapter_name(w.adapterVersion)));
       case InFlight: return w.inFlight;
       case TokS: return QString::number(w.tokPerSec, 'f', 0);
       case Affinity: return QString::number(w.affinity * 100, 'f', 0) + "%";

@@ -15,7 +15,7 @@
   const PALETTE = ['#3b82f6', '#ef4444', '#10b981', '#f59e0b', '#8b5cf6', '#ec4899', '#14b8a6', '#64748b'];
 
   // The charts come from the run's endpoint (GET /grpo/dashboard/charts): the catalogue the desktop
-  // Dashboard draws too (core/run/charts.h), so both show the same charts. chartsFrom turns it into
+  // Dashboard draws too (core/records/charts.h), so both show the same charts. chartsFrom turns it into
   // this page's specs: `series` of metric keys (TRL's names, as the run's metrics records hold
   // them), or a `pattern` that adds every key it matches; a band is two dashed lines, mean ± std.
   let CHARTS = [];

@@ -1,5 +1,5 @@
 # Compiles the browser view's files (this folder) into one C++ source of byte arrays, served by
-# core/run/dashboard_routes.cpp: the binary carries its page, nothing is fetched at run time.
+# core/serve/dashboard_routes.cpp: the binary carries its page, nothing is fetched at run time.
 # cmake -DROOT=<web dir> -DOUT=<file.cpp> -P embed_assets.cmake
 # Served paths are the files' paths below ROOT ("/app.js", "/vendor/uplot/uPlot.iife.min.js");
 # index.html is also "/". Only the types listed below are embedded (not this script).
@@ -39,7 +39,7 @@ foreach(rel ${files})
   math(EXPR i "${i} + 1")
 endforeach()
 set(src "// Generated from web/ by web/embed_assets.cmake at build time: do not edit.
-#include \"core/run/web_assets.h\"
+#include \"core/serve/web_assets.h\"
 
 namespace grpo::run::web {
 

@@ -1,5 +1,5 @@
 // The facade (core/api): the chart catalogue both views draw from, and the metrics they derive.
-// See core/run/charts.h.
+// See core/records/charts.h.
 #pragma once
 
-#include "core/run/charts.h"
+#include "core/records/charts.h"

@@ -1,9 +1,9 @@
 // The facade (core/api): reading a run directory (records, tails, adapter versions,
-// checkpoints), a metrics record (core/run/metrics_record.h), a run's status, and exporting its
-// adapters. See core/run/run_dir.h.
+// checkpoints), a metrics record (core/records/metrics_record.h) and a run's status, all from the
+// records library (core/records, no trainer). Exporting is core/api/export.h. See
+// core/records/run_dir.h.
 #pragma once
 
-#include "core/run/export.h"
-#include "core/run/metrics_record.h"
-#include "core/run/run_dir.h"
-#include "core/run/run_status.h"
+#include "core/records/metrics_record.h"
+#include "core/records/run_dir.h"
+#include "core/records/run_status.h"

@@ -2,5 +2,5 @@
 // it (step reports, events, samples, workers). See core/run/engine_session.h.
 #pragma once
 
+#include "core/records/engine_types.h"
 #include "core/run/engine_session.h"
-#include "core/run/engine_types.h"

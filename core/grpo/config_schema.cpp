@@ -1,6 +1,7 @@
 // The schema's shared wording and checks (config_schema.h): range text, the typed value checks
 // every table uses, unknown-key hints and the --help-config listing.
 #include "core/grpo/config_schema.h"
+#include "core/grpo/config_schema_json.h"
 
 #include <algorithm>
 #include <cmath>
@@ -153,6 +154,25 @@ std::string format_config_help(const std::vector<ConfigKeyInfo>& schema, const s
     }
   }
   return out.str();
+}
+
+namespace {
+nlohmann::json range_json(const ConfigKeyInfo& k) {
+  auto bound = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json r = {{"lo", bound(k.range.lo)}, {"hi", bound(k.range.hi)}, {"lo_open", k.range.lo_open},
+                      {"hi_open", k.range.hi_open}, {"text", k.range_text()}};
+  if (!k.range.choices.empty()) r["choices"] = k.range.choices;
+  return r;
+}
+}  // namespace
+
+nlohmann::json config_schema_json(const std::vector<ConfigKeyInfo>& keys) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& k : keys)
+    out.push_back({{"name", k.name}, {"type", k.type}, {"group", k.group}, {"doc", k.doc},
+                   {"default", k.default_value}, {"retunable", k.retunable}, {"numeric", k.numeric},
+                   {"range", range_json(k)}});
+  return out;
 }
 
 }  // namespace grpo::grpo

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/run/run_dir.h"
+#include "core/records/run_dir.h"
 
 namespace grpo::model { class CausalLMImpl; }
 namespace grpo::grpo { class Optimizer; }

@@ -12,16 +12,17 @@
 #include <torch/torch.h>
 
 #include "core/common/error.h"
-#include "core/common/timing.h"
 #include "core/common/log.h"
+#include "core/common/timing.h"
+#include "core/grpo/config_schema_json.h"
 #include "core/model/flops.h"
 #include "core/model/peft_io.h"
+#include "core/records/step_logger.h"
 #include "core/run/checkpoint.h"
 #include "core/run/local_generator.h"
 #include "core/run/remote_source.h"
 #include "core/run/run_setup.h"
 #include "core/run/step_assembler.h"
-#include "core/run/step_logger.h"
 
 namespace grpo::run {
 namespace {
@@ -121,12 +122,22 @@ void Engine::event(nlohmann::json e) {
   }
 }
 
-Engine::HeldEvents Engine::held_events() {
+HeldEvents Engine::held_events() {
   std::lock_guard<std::mutex> lock(events_mu_);
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(dir_.events_path(), ec);
   return {ec ? 0 : static_cast<uint64_t>(bytes), unwritten_events_};
 }
+
+std::vector<WorkerInfo> Engine::workers() const {
+  std::vector<WorkerInfo> out;
+  for (const auto& s : sources_)  // fixed from the constructor on
+    if (auto* r = dynamic_cast<RemoteSource*>(s.get()))
+      for (auto& w : r->workers()) out.push_back(std::move(w));
+  return out;
+}
+
+nlohmann::json Engine::config_schema() const { return grpo::config_schema_json(grpo::train_config_schema()); }
 
 // A bucket that fills up (or hits a quota, a file-size limit, an I/O error) pauses the run instead
 // of ending it: the trainer waits here and retries the same write with backoff (0.25 s doubling to

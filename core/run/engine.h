@@ -23,14 +23,15 @@
 
 #include "core/grpo/config.h"
 #include "core/grpo/trainer.h"
+#include "core/records/engine_types.h"
+#include "core/records/run_dir.h"
 #include "core/rollout/dataset_sampler.h"
 #include "core/rollout/reward.h"
-#include "core/run/engine_types.h"
 #include "core/run/policy.h"
 #include "core/run/rollout_pipeline.h"
 #include "core/run/rollout_source.h"
-#include "core/run/run_dir.h"
 #include "core/run/run_setup.h"
+#include "core/serve/run_control.h"
 
 namespace grpo::run {
 
@@ -43,7 +44,7 @@ struct EngineOptions {
   std::function<void(const nlohmann::json& event)> on_event;
 };
 
-class Engine {
+class Engine : public RunControl {
 public:
   Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions options = {});
   ~Engine();
@@ -53,35 +54,31 @@ public:
   // Runs until max_steps or stop(); returns the final adapter directory. Call once.
   std::string run(const std::function<void(const StepReport&)>& on_step = {});
 
-  // ---- control, from any thread ----
-  void pause();
-  void resume();
-  void stop();
+  // ---- control, from any thread (RunControl, core/serve/run_control.h) ----
+  void pause() override;
+  void resume() override;
+  void stop() override;
   // Validates `changes` now (an error string names the key and the reason; nothing changes),
   // and applies them at the next step boundary. Returns "" when accepted.
-  std::string retune(const nlohmann::json& changes);
+  std::string retune(const nlohmann::json& changes) override;
 
   // Greedy accuracy of the trainer's current weights on up to `limit` eval examples (0: the
   // config's eval_size, or all); NaN without an eval split. Trainer thread, or before run().
   double evaluate(int64_t limit = 0);
 
-  EngineState state() const { return state_.load(); }
-  int64_t step() const { return step_.load(); }
-  int64_t policy_version() const { return version_.load(); }
+  EngineState state() const override { return state_.load(); }
+  int64_t step() const override { return step_.load(); }
+  int64_t policy_version() const override { return version_.load(); }
+  std::string run_dir() const override { return dir_.root(); }
+  // The remote sources' workers (RemoteSource::workers()); none for local generators.
+  std::vector<WorkerInfo> workers() const override;
+  nlohmann::json config_schema() const override;  // the TRL key table the retunes are checked on
   // Scored groups waiting for the trainer in the rollout queue (0 before run()). Any thread.
   int64_t queued_groups() const;
   const grpo::TrainConfig& config() const { return cfg_; }  // trainer thread only
   RunDirectory& run_directory() { return dir_; }
-  // The events a full bucket keeps out of the events file for now (they go to the file next, in
-  // this order) and the file's size, taken together while no event can be written: the file's
-  // first `file_bytes` bytes, then `held`, are the events file to be (RunEndpoint's /grpo/events). The
-  // caller reads the file after, outside the lock. Any thread. (Past 10,000 held events the oldest
-  // are dropped unwritten; a client that saw them then skips as many later lines.)
-  struct HeldEvents {
-    uint64_t file_bytes = 0;
-    std::deque<nlohmann::json> held;
-  };
-  HeldEvents held_events();
+  // The events a full bucket holds back and the events file's size (RunControl::held_events).
+  HeldEvents held_events() override;
   // Fixed once run() starts; for views such as RemoteSource::workers() (EngineSession).
   const std::vector<std::unique_ptr<RolloutSource>>& sources() const { return sources_; }
 

@@ -9,14 +9,14 @@
 #include <mutex>
 #include <thread>
 
+#include "core/cluster/cluster_token.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
-#include "core/cluster/cluster_token.h"
-#include "core/run/dashboard_routes.h"
+#include "core/records/run_dir.h"
 #include "core/run/engine.h"
 #include "core/run/remote_source.h"
-#include "core/run/run_dir.h"
-#include "core/run/run_endpoint.h"
+#include "core/serve/dashboard_routes.h"
+#include "core/serve/run_endpoint.h"
 
 namespace grpo::run {
 namespace {

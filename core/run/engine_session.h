@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/grpo/config.h"
-#include "core/run/engine_types.h"
+#include "core/records/engine_types.h"
 
 namespace grpo::run {
 

@@ -21,8 +21,8 @@
 #include "core/io/safetensors.h"
 #include "core/model/peft_io.h"
 #include "core/model/weights.h"
-#include "core/run/model_card.h"
-#include "core/run/run_dir.h"
+#include "core/records/model_card.h"
+#include "core/records/run_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -31,10 +31,10 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string list_text(const std::vector<int64_t>& v, const std::string& prefix) {
+std::string list_text(const std::vector<int64_t>& v, std::string (*name)(int64_t)) {
   if (v.empty()) return "none";
   std::vector<std::string> parts;
-  for (int64_t x : v) parts.push_back(prefix + std::to_string(x));
+  for (int64_t x : v) parts.push_back(name ? name(x) : std::to_string(x));
   return join(parts, ", ");
 }
 
@@ -49,7 +49,7 @@ Source resolve_source(const ExportOptions& o) {
   const auto versions = run.adapter_versions();
   const auto steps = run.checkpoint_steps();
   const std::string available =
-      "published versions: " + list_text(versions, "") + "; checkpoints: " + list_text(steps, "step-");
+      "published versions: " + list_text(versions, nullptr) + "; checkpoints: " + list_text(steps, &RunFolder::checkpoint_name);
   check(!(o.version && o.checkpoint_step), "export", "give either a version or a checkpoint step, not both");
   Source s;
   if (!o.version && !o.checkpoint_step && !versions.empty()) s.version = versions.back();
@@ -290,12 +290,6 @@ std::vector<std::string> export_merged(const Source& src, const std::string& out
 const char* safetensors_name(torch::Dtype dt) { return io::dtype_name(model::safetensors_dtype_of(dt)); }
 
 }  // namespace
-
-int64_t vllm_max_lora_rank(int64_t r) {
-  for (int64_t v : {1, 8, 16, 32, 64, 128, 256, 320, 512})
-    if (r <= v) return v;
-  return 0;
-}
 
 std::vector<std::string> vllm_adapter_problems(const std::string& dir) {
   std::vector<std::string> problems;

@@ -36,8 +36,6 @@ ExportResult export_run(const ExportOptions& o);   // throws grpo::Error
 // init_lora_weights, a rank above 512, tensors other than lora_A/lora_B weights, embeddings or
 // lm_head, a dtype other than F32/BF16/F16. Empty = acceptable.
 std::vector<std::string> vllm_adapter_problems(const std::string& dir);
-// The smallest value vLLM allows for --max-lora-rank (1, 8, 16, 32, 64, 128, 256, 320, 512)
-// that serves rank r; 0 when r > 512.
-int64_t vllm_max_lora_rank(int64_t r);
+// vllm_max_lora_rank (the --max-lora-rank that serves a rank) is in core/records/model_card.h.
 
 }  // namespace grpo::run

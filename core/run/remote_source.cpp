@@ -17,11 +17,11 @@
 #include "core/cluster/router.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
-#include "core/hub/hf_cache.h"
 #include "core/common/log.h"
 #include "core/common/strings.h"
+#include "core/hub/hf_cache.h"
 #include "core/io/hf_config.h"
-#include "core/run/run_dir.h"
+#include "core/records/run_dir.h"
 
 namespace grpo::run {
 namespace {

@@ -26,13 +26,13 @@
 
 #include "core/grpo/config.h"
 #include "core/grpo/metrics.h"
+#include "core/records/throughput_advisor.h"
 #include "core/rollout/dataset_sampler.h"
 #include "core/rollout/reward.h"
 #include "core/run/bounded_queue.h"
 #include "core/run/policy.h"
 #include "core/run/rollout_source.h"
 #include "core/run/step_assembler.h"
-#include "core/run/throughput_advisor.h"
 
 namespace grpo::run {
 

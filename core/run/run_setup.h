@@ -12,11 +12,11 @@
 
 #include "core/grpo/config.h"
 #include "core/grpo/trainer.h"
+#include "core/records/run_dir.h"
 #include "core/rollout/dataset_sampler.h"
 #include "core/rollout/dataset_source.h"
 #include "core/rollout/reward.h"
 #include "core/run/policy.h"
-#include "core/run/run_dir.h"
 
 namespace grpo::run {
 

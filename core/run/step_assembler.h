@@ -12,9 +12,9 @@
 
 #include "core/grpo/advantages.h"
 #include "core/grpo/trainer.h"
+#include "core/records/engine_types.h"
 #include "core/rollout/dataset.h"
 #include "core/rollout/reward.h"
-#include "core/run/engine_types.h"
 #include "core/run/policy.h"
 #include "core/run/rollout_source.h"
 

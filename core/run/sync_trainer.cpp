@@ -7,15 +7,15 @@
 
 #include "core/common/error.h"
 #include "core/common/files.h"
-#include "core/common/timing.h"
 #include "core/common/log.h"
+#include "core/common/timing.h"
 #include "core/grpo/advantages.h"
 #include "core/model/flops.h"
 #include "core/model/peft_io.h"
+#include "core/records/step_logger.h"
+#include "core/records/throughput_advisor.h"
 #include "core/rollout/dataset_source.h"
 #include "core/run/step_assembler.h"
-#include "core/run/step_logger.h"
-#include "core/run/throughput_advisor.h"
 
 namespace grpo::run {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/run/engine_types.h"
+#include "core/records/engine_types.h"
 #include "core/run/run_setup.h"
 
 namespace grpo::run {

@@ -8,10 +8,10 @@
 #include <random>
 #include <thread>
 
+#include "core/records/run_status.h"
 #include "core/run/bounded_queue.h"
 #include "core/run/checkpoint.h"
 #include "core/run/engine.h"
-#include "core/run/run_status.h"
 #include "engine_test_util.h"
 
 using namespace engine_test;

@@ -35,10 +35,10 @@
 
 #include "core/common/error.h"
 #include "core/grpo/optimizer.h"
+#include "core/records/run_dir.h"
 #include "core/run/engine.h"
 #include "core/run/engine_session.h"
-#include "core/run/run_endpoint.h"
-#include "core/run/run_dir.h"
+#include "core/serve/run_endpoint.h"
 #include "engine_test_util.h"
 #include "tests/common/raw_http.h"
 

@@ -7,8 +7,8 @@
 
 #include <random>
 
+#include "core/records/run_dir.h"
 #include "core/run/checkpoint.h"
-#include "core/run/run_dir.h"
 #include "engine_test_util.h"
 
 using namespace engine_test;

@@ -11,8 +11,8 @@
 #include <fstream>
 
 #include "core/common/files.h"
-#include "core/run/metrics_export.h"
-#include "core/run/tensorboard.h"
+#include "core/records/metrics_export.h"
+#include "core/records/tensorboard.h"
 #include "../common/error_of.h"
 
 using namespace grpo::run;

@@ -1,4 +1,4 @@
-// RunFolder / RunDirectory / JsonlTail (core/run/run_dir.h), the one reader and writer of a run
+// RunFolder / RunDirectory / JsonlTail (core/records/run_dir.h), the one reader and writer of a run
 // folder, and SHA-256 / SHA256SUMS (core/io/sha256sums.h):
 // - names policy-v<N> and step-<S> round-trip; odd names (policy-vX, policy-v-1, temporaries,
 //   files) are not listed;
@@ -26,8 +26,8 @@
 
 #include "core/common/files.h"
 #include "core/io/sha256sums.h"
-#include "core/run/run_dir.h"
-#include "core/run/run_status.h"
+#include "core/records/run_dir.h"
+#include "core/records/run_status.h"
 #include "../common/error_of.h"
 
 namespace fs = std::filesystem;

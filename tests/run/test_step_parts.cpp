@@ -17,11 +17,11 @@
 #include "core/common/strings.h"
 #include "core/grpo/advantages.h"
 #include "core/grpo/config.h"
+#include "core/records/run_dir.h"
+#include "core/records/step_logger.h"
+#include "core/records/throughput_advisor.h"
 #include "core/run/policy.h"
-#include "core/run/run_dir.h"
 #include "core/run/step_assembler.h"
-#include "core/run/step_logger.h"
-#include "core/run/throughput_advisor.h"
 
 namespace fs = std::filesystem;
 using grpo::run::ScoredGroup;

@@ -1,8 +1,8 @@
-#include "core/run/run_status.h"
+#include "core/records/run_status.h"
 
 #include <cstdio>
 
-#include "core/run/run_dir.h"
+#include "core/records/run_dir.h"
 
 namespace grpo::run {
 

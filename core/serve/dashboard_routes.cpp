@@ -1,7 +1,7 @@
 // The browser view's routes (see dashboard_routes.h): the page's static files, and what it reads,
 // from a per-run cache that follows the run's metrics and events as they grow (RunFolder,
 // JsonlTail), so a poll costs the new lines only, not a re-read of a long run's files.
-#include "core/run/dashboard_routes.h"
+#include "core/serve/dashboard_routes.h"
 
 #include <algorithm>
 #include <chrono>
@@ -20,12 +20,11 @@
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
-#include "core/grpo/config.h"
-#include "core/run/charts.h"
-#include "core/run/metrics_record.h"
-#include "core/run/run_dir.h"
-#include "core/run/throughput_advisor.h"
-#include "core/run/web_assets.h"
+#include "core/records/charts.h"
+#include "core/records/metrics_record.h"
+#include "core/records/run_dir.h"
+#include "core/records/throughput_advisor.h"
+#include "core/serve/web_assets.h"
 
 namespace grpo::run {
 
@@ -147,7 +146,7 @@ void RunCache::add_record(const json& rec) {
     it->second[row] = static_cast<float>(v);
   };
   for (const auto& [k, v] : r.metrics) set(k, v);
-  // Derived metrics (trained tok/s), as the desktop derives them (core/run/charts.h): before
+  // Derived metrics (trained tok/s), as the desktop derives them (core/records/charts.h): before
   // decimation, so a bucket's extremes are the rate's own.
   for (const auto& [k, v] : derived_metrics(r.metrics)) set(k, v);
   last_record_ = rec;
@@ -351,23 +350,6 @@ std::string advice_for(const std::string& verdict) {
   return "";
 }
 
-json range_json(const grpo::ConfigKeyInfo& k) {
-  auto bound = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
-  json r = {{"lo", bound(k.range.lo)}, {"hi", bound(k.range.hi)}, {"lo_open", k.range.lo_open},
-            {"hi_open", k.range.hi_open}, {"text", k.range_text()}};
-  if (!k.range.choices.empty()) r["choices"] = k.range.choices;
-  return r;
-}
-
-json schema_json() {
-  json out = json::array();
-  for (const auto& k : grpo::train_config_schema())
-    out.push_back({{"name", k.name}, {"type", k.type}, {"group", k.group}, {"doc", k.doc},
-                   {"default", k.default_value}, {"retunable", k.retunable}, {"numeric", k.numeric},
-                   {"range", range_json(k)}});
-  return out;
-}
-
 class Dashboard {
 public:
   explicit Dashboard(DashboardSource s) : source_(std::move(s)), instance_(random_instance()) {
@@ -490,7 +472,9 @@ HttpResponse adapter_file(const RunFolder& run, const std::string& path) {
   const auto slash = rest.find('/');
   if (slash == std::string::npos) throw HttpError(404, "name a file: /grpo/dashboard/adapter/<version>/<file>", "NotFoundError");
   const std::string num = rest.substr(0, slash), name = rest.substr(slash + 1);
-  const auto version = RunFolder::parse_adapter_name("policy-v" + num);
+  std::optional<int64_t> version;  // <N>: 1 to 18 digits
+  if (!num.empty() && num.size() <= 18 && num.find_first_not_of("0123456789") == std::string::npos)
+    version = std::stoll(num);
   const bool plain = std::all_of(name.begin(), name.end(), [](char ch) {  // also safe in Content-Disposition
     return static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f && ch != '/' && ch != '"' && ch != '\\';
   });
@@ -536,6 +520,7 @@ void get_json(HttpServer& server, const std::string& path, F f) {
 void add_dashboard_routes(HttpServer& server, DashboardSource source) {
   check(!source.run_dirs.empty(), "dashboard", "no run directory given");
   auto run0 = cache_for(source.run_dirs[0]);
+  const nlohmann::json schema = std::move(source.config_schema);
   auto d = std::make_shared<Dashboard>(std::move(source));
   // Read the runs' files now, in the background, so that the first page to open does not wait for
   // a long run's metrics to be parsed (about 20 MB/s here). The thread holds the caches it fills.
@@ -562,7 +547,7 @@ void add_dashboard_routes(HttpServer& server, DashboardSource source) {
   });
   get_json(server, "/grpo/dashboard/workers", [d](const HttpRequest&) { return d->workers(); });
   get_json(server, "/grpo/dashboard/adapters", [d](const HttpRequest&) { return d->adapters(); });
-  get_json(server, "/grpo/config/schema", [](const HttpRequest&) { return schema_json(); });
+  get_json(server, "/grpo/config/schema", [schema](const HttpRequest&) { return schema; });
   get_json(server, "/grpo/dashboard/charts", [](const HttpRequest&) { return chart_catalogue_json(); });
   server.route("GET", "/grpo/dashboard/adapter/*", [run0](const HttpRequest& req, Reply reply) {
     reply.send(adapter_file(run0->folder(), req.path));

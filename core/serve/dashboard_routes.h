@@ -33,7 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/run/engine_types.h"
+#include "core/records/engine_types.h"
 
 namespace grpo::cluster {
 class HttpServer;
@@ -50,6 +50,9 @@ struct DashboardSource {
   // A live run's remote workers, raw counters (tok_s is rated here from successive calls).
   std::function<std::vector<WorkerInfo>()> workers;
   int64_t max_steps = 0;  // 0: the config's max_steps
+  // The key table a retune is checked against (core/grpo/config_schema_json.h), served at
+  // GET /grpo/config/schema; the serving code holds no key table of its own.
+  nlohmann::json config_schema = nlohmann::json::array();
 };
 
 // Mounts the page and the /grpo/dashboard/* and /grpo/config/schema routes. Call before

@@ -1,5 +1,5 @@
 // RunFolder / RunDirectory / JsonlTail: the one reader and writer of a run folder (run_dir.h).
-#include "core/run/run_dir.h"
+#include "core/records/run_dir.h"
 
 #include <cmath>
 

@@ -38,7 +38,7 @@ nlohmann::json chart_catalogue_json();
 const ChartSpec* find_chart(const std::string& id);
 
 // Metrics the views compute from one metrics record's metrics (MetricsRecord::metrics,
-// core/run/metrics_record.h), beside what the trainer logged: trained_tok_s =
+// core/records/metrics_record.h), beside what the trainer logged: trained_tok_s =
 // batch/trained_tokens_per_step / perf/step_s. Only those whose inputs are present and finite
 // (and step time > 0) are returned.
 std::map<std::string, double> derived_metrics(const std::map<std::string, double>& record);

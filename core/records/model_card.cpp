@@ -1,5 +1,5 @@
 // Model card text and the summary of the run's metrics it quotes.
-#include "core/run/model_card.h"
+#include "core/records/model_card.h"
 
 #include <cmath>
 #include <cstdio>
@@ -9,8 +9,7 @@
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
-#include "core/run/export.h"
-#include "core/run/run_dir.h"
+#include "core/records/run_dir.h"
 
 namespace grpo::run {
 namespace {
@@ -174,6 +173,12 @@ std::string model_card(const ModelCardInput& in) {
   o << "## Run config\n\nThe exact `" << RunFolder::kConfigFile << "` of the run (TRL key names):\n\n```json\n"
     << cfg.dump(2) << "\n```\n";
   return o.str();
+}
+
+int64_t vllm_max_lora_rank(int64_t r) {
+  for (int64_t v : {1, 8, 16, 32, 64, 128, 256, 320, 512})
+    if (r <= v) return v;
+  return 0;
 }
 
 }  // namespace grpo::run

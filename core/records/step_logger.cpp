@@ -1,4 +1,4 @@
-#include "core/run/step_logger.h"
+#include "core/records/step_logger.h"
 
 #include <cmath>
 

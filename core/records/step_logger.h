@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/run/engine_types.h"
-#include "core/run/run_dir.h"
-#include "core/run/tensorboard.h"
+#include "core/records/engine_types.h"
+#include "core/records/run_dir.h"
+#include "core/records/tensorboard.h"
 
 namespace grpo::run {
 

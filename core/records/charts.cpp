@@ -1,4 +1,4 @@
-#include "core/run/charts.h"
+#include "core/records/charts.h"
 
 #include <cmath>
 

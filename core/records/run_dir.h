@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/io/sha256sums.h"
-#include "core/run/engine_types.h"
+#include "core/records/engine_types.h"
 
 namespace grpo::run {
 

@@ -1,4 +1,4 @@
-#include "core/run/throughput_advisor.h"
+#include "core/records/throughput_advisor.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "core/run/metrics_record.h"
+#include "core/records/metrics_record.h"
 
 namespace grpo::run {
 

@@ -1,5 +1,5 @@
 // RunEndpoint: the trainer's HTTP routes (see run_endpoint.h) on a cluster::HttpServer.
-#include "core/run/run_endpoint.h"
+#include "core/serve/run_endpoint.h"
 
 #include <algorithm>
 #include <atomic>
@@ -14,10 +14,9 @@
 #include "core/common/files.h"
 #include "core/common/json_limits.h"
 #include "core/common/strings.h"
-#include "core/run/dashboard_routes.h"
-#include "core/run/engine.h"
-#include "core/run/remote_source.h"
-#include "core/run/run_dir.h"
+#include "core/records/run_dir.h"
+#include "core/serve/dashboard_routes.h"
+#include "core/serve/run_control.h"
 
 namespace grpo::run {
 namespace {
@@ -40,7 +39,7 @@ json read_metrics(const RunFolder& run, int64_t since) { return run.metrics_sinc
 // appended) waits. Only the file's first `events.file_bytes` bytes count; then come the events a
 // full bucket holds back (`events.held`): they are the file's next lines, so a client sees a
 // bucket_write_failed while the bucket is full, at the index the line will have.
-json read_events(const RunFolder& run, int64_t since, const Engine::HeldEvents& events) {
+json read_events(const RunFolder& run, int64_t since, const HeldEvents& events) {
   json out = json::array();
   int64_t index = 0;
   for (auto& line : RunFolder::read_jsonl(run.events_path(), 0, events.file_bytes).lines) {
@@ -74,15 +73,6 @@ std::string bucket_file(const RunFolder& run, const std::string& request_path) {
 
 json ok() { return {{"ok", true}}; }
 
-// A live run's remote workers, for the dashboard (an Engine's sources are fixed from its constructor on).
-std::vector<WorkerInfo> remote_workers(Engine& engine) {
-  std::vector<WorkerInfo> out;
-  for (const auto& s : engine.sources())
-    if (auto* r = dynamic_cast<RemoteSource*>(s.get()))
-      for (auto& w : r->workers()) out.push_back(std::move(w));
-  return out;
-}
-
 }  // namespace
 
 std::pair<std::string, uint16_t> parse_host_port(const std::string& s, const std::string& what) {
@@ -100,8 +90,8 @@ std::pair<std::string, uint16_t> parse_host_port(const std::string& s, const std
   return {host, static_cast<uint16_t>(p)};
 }
 
-RunEndpoint::RunEndpoint(Engine& engine, RunEndpointOptions options)
-    : engine_(engine), options_(std::move(options)), run_dir_(engine.run_directory().root()) {}
+RunEndpoint::RunEndpoint(RunControl& run, RunEndpointOptions options)
+    : run_(run), options_(std::move(options)), run_dir_(run.run_dir()) {}
 
 RunEndpoint::~RunEndpoint() { stop(); }
 
@@ -119,16 +109,16 @@ void RunEndpoint::start() {
   // network thread (issue 18).
   const cluster::RouteOptions kFileRead{.blocking = true};
   auto paused = std::make_shared<std::atomic<bool>>(false);
-  Engine* engine = &engine_;
+  RunControl* live = &run_;
   const std::string dir = run_dir_;
   const RunFolder run(run_dir_);
   const int64_t max_steps = options_.max_steps;
-  // The engine's side of /grpo/run, which the dashboard's state reads too.
+  // The live run's side of /grpo/run, which the dashboard's state reads too.
   const auto live_state = [=] {
-    const EngineState st = engine->state();
+    const EngineState st = live->state();
     return json{{"state", to_string(st)},
-                {"step", engine->step()},
-                {"policy_version", engine->policy_version()},
+                {"step", live->step()},
+                {"policy_version", live->policy_version()},
                 {"paused", st == EngineState::Paused || paused->load()}};
   };
 
@@ -148,21 +138,21 @@ void RunEndpoint::start() {
   server_->route("GET", "/grpo/metrics", [run](const HttpRequest& req, Reply reply) {
     reply.send(HttpResponse::json(200, read_metrics(run, req.int_param("since", -1))));
   }, kFileRead);
-  server_->route("GET", "/grpo/events", [run, engine](const HttpRequest& req, Reply reply) {
-    reply.send(HttpResponse::json(200, read_events(run, std::max<int64_t>(0, req.int_param("since", 0)), engine->held_events())));
+  server_->route("GET", "/grpo/events", [run, live](const HttpRequest& req, Reply reply) {
+    reply.send(HttpResponse::json(200, read_events(run, std::max<int64_t>(0, req.int_param("since", 0)), live->held_events())));
   }, kFileRead);
   server_->route("POST", "/grpo/run/pause", [=](const HttpRequest&, Reply reply) {
-    engine->pause();
+    live->pause();
     *paused = true;
     reply.send(HttpResponse::json(200, ok()));
   });
   server_->route("POST", "/grpo/run/resume", [=](const HttpRequest&, Reply reply) {
-    engine->resume();
+    live->resume();
     *paused = false;
     reply.send(HttpResponse::json(200, ok()));
   });
   server_->route("POST", "/grpo/run/stop", [=](const HttpRequest&, Reply reply) {
-    engine->stop();
+    live->stop();
     reply.send(HttpResponse::json(200, ok()));
   });
   server_->route("POST", "/grpo/run/retune", [=](const HttpRequest& req, Reply reply) {
@@ -171,15 +161,16 @@ void RunEndpoint::start() {
     json j = json::parse(req.body, nullptr, false);
     if (j.is_discarded() || !j.is_object())
       throw HttpError(400, "retune: the body must be a JSON object of TRL keys, e.g. {\"learning_rate\": 0.001}");
-    const std::string err = engine->retune(j);
+    const std::string err = live->retune(j);
     if (!err.empty()) throw HttpError(400, err);
     reply.send(HttpResponse::json(200, ok()));
   });
   // The browser view (issue 19): the page at / and the /grpo/dashboard/* routes it reads.
   add_dashboard_routes(*server_, {.run_dirs = {dir},
                                   .live_state = live_state,
-                                  .workers = [engine] { return remote_workers(*engine); },
-                                  .max_steps = max_steps});
+                                  .workers = [live] { return live->workers(); },
+                                  .max_steps = max_steps,
+                                  .config_schema = live->config_schema()});
   server_->start();
 }
 

@@ -1,4 +1,4 @@
-// RunEndpoint: the trainer's HTTP API (issue 5 §5), served beside a running Engine on the
+// RunEndpoint: the trainer's HTTP API (issue 5 §5), served beside a live run (RunControl) on the
 // cluster's HttpServer (own thread, bearer auth with the cluster token: 401 otherwise).
 //
 //   GET  /grpo/bucket/<path>     bytes of <run_dir>/adapters/<path>, read-only: what workers without
@@ -32,7 +32,7 @@ class HttpServer;
 
 namespace grpo::run {
 
-class Engine;
+class RunControl;
 
 struct RunEndpointOptions {
   std::string host = "127.0.0.1";
@@ -47,8 +47,8 @@ std::pair<std::string, uint16_t> parse_host_port(const std::string& s, const std
 
 class RunEndpoint {
 public:
-  // `engine` must outlive the endpoint (stop() or destroy it before the engine).
-  RunEndpoint(Engine& engine, RunEndpointOptions options);
+  // `run` must outlive the endpoint (stop() or destroy it before the run).
+  RunEndpoint(RunControl& run, RunEndpointOptions options);
   ~RunEndpoint();
   RunEndpoint(const RunEndpoint&) = delete;
   RunEndpoint& operator=(const RunEndpoint&) = delete;
@@ -58,7 +58,7 @@ public:
   std::string url() const;  // "http://127.0.0.1:PORT" after start()
 
 private:
-  Engine& engine_;
+  RunControl& run_;
   RunEndpointOptions options_;
   std::string run_dir_;
   std::unique_ptr<cluster::HttpServer> server_;

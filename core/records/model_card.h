@@ -13,6 +13,10 @@
 
 namespace grpo::run {
 
+// The smallest value vLLM allows for --max-lora-rank (1, 8, 16, 32, 64, 128, 256, 320, 512)
+// that serves rank r; 0 when r > 512.
+int64_t vllm_max_lora_rank(int64_t r);
+
 // What the run's metrics say about it up to a point (a published version or a checkpoint step).
 struct MetricsSummary {
   int64_t steps = 0;                       // the last step counted

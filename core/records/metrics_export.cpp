@@ -1,5 +1,5 @@
 // A run's metrics file -> CSV and -> TensorBoard.
-#include "core/run/metrics_export.h"
+#include "core/records/metrics_export.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
-#include "core/run/run_dir.h"
-#include "core/run/tensorboard.h"
+#include "core/records/run_dir.h"
+#include "core/records/tensorboard.h"
 
 namespace grpo::run {
 namespace {

@@ -1,6 +1,6 @@
 // One record of a run's metrics file, read one way by everything that shows a run: the desktop's
 // history (ui/run_history.cpp) and remote runs (ui/remote_run_client.cpp), the browser view's
-// series (RunCache, core/run/dashboard_routes.cpp) and the TensorBoard export. The file's format
+// series (RunCache, core/serve/dashboard_routes.cpp) and the TensorBoard export. The file's format
 // is docs/formats.md's; the record's own fields are not metrics. No Qt, no torch.
 #pragma once
 
@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/run/engine_types.h"
+#include "core/records/engine_types.h"
 
 namespace grpo::run {
 

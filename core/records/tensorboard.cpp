@@ -1,6 +1,6 @@
 // TensorBoard event files: CRC32C, hand-written protobuf for Event/Summary/Value, TFRecord
 // framing, an appending writer and a checking reader.
-#include "core/run/tensorboard.h"
+#include "core/records/tensorboard.h"
 
 #include <algorithm>
 #include <array>
@@ -18,7 +18,7 @@
 #include "core/common/files.h"
 #include "core/common/log.h"
 #include "core/common/strings.h"
-#include "core/run/metrics_record.h"
+#include "core/records/metrics_record.h"
 
 namespace grpo::run {
 

@@ -1,5 +1,5 @@
 // The files of web/ (the browser view), compiled into the binary by web/embed_assets.cmake as the
-// generated web_assets.cpp of core/run's build folder; served by dashboard_routes.cpp.
+// generated web_assets.cpp of core/serve's build folder; served by dashboard_routes.cpp.
 #pragma once
 
 #include <cstddef>
