@@ -11,6 +11,7 @@
 #include "core/common/log.h"
 #include "core/common/strings.h"
 #include "core/grpo/config_table.h"
+#include "core/grpo/shared_ranges.h"
 #include "core/model/lora_config.h"
 #include "core/grpo/trl_keys.h"
 
@@ -40,7 +41,7 @@ const ConfigTable<TrainConfig>& table() {
         {"task", &T::task, one_of({"", "arith"}), "A built-in task instead of a dataset: \"arith\" generates arithmetic problems."},
         {"task_difficulty", &T::task_difficulty, closed(1, 5), "Built-in arithmetic: 1 = one digit +-, 2 = two digits +-, ... 5 = up to four digits, three terms."},
         {"eval_fraction", &T::eval_fraction, right_open(0, 1), "Fraction of the training data held out for evaluation when there is no eval set."},
-        {"eval_size", &T::eval_size, at_least(0), "Or a fixed number of held-out examples."},
+        {"eval_size", &T::eval_size, shared_range::eval_size(), "Or a fixed number of held-out examples."},
         {"output_dir", &T::output_dir, {}, "The run directory (default: runs/run-<date>-<time>)."},
         {"seed", &T::seed, at_least(0), "Seed of sampling, data order and LoRA initialisation."}}},
       {"generation",
@@ -54,16 +55,16 @@ const ConfigTable<TrainConfig>& table() {
         {"stop", &T::stop, {}, "Stop strings: generation ends after any of them."},
         {"chat_template_kwargs", &T::chat_template_kwargs, {}, "Extra variables for the model's chat template, e.g. {\"enable_thinking\": false} for Qwen 3.", false, "object"}}},
       {"optimisation",
-       {{"learning_rate", &T::learning_rate, left_open(0, 1), "Initial learning rate of AdamW (LoRA weights only).", kLive},
+       {{"learning_rate", &T::learning_rate, shared_range::learning_rate(), "Initial learning rate of AdamW (LoRA weights only).", kLive},
         {"lr_scheduler_type", &T::lr_scheduler_type, one_of({"constant", "linear", "cosine"}), "Learning-rate schedule after warmup."},
-        {"warmup_ratio", &T::warmup_ratio, right_open(0, 1), "Fraction of max_steps spent warming the learning rate up from 0."},
+        {"warmup_ratio", &T::warmup_ratio, shared_range::warmup_ratio(), "Fraction of max_steps spent warming the learning rate up from 0."},
         {"max_steps", &T::max_steps, at_least(1), "Optimizer steps of the run."},
-        {"num_train_epochs", &T::num_train_epochs, at_least(1), "Passes over a finite dataset before the stream restarts."},
+        {"num_train_epochs", &T::num_train_epochs, shared_range::num_train_epochs(), "Passes over a finite dataset before the stream restarts."},
         {"per_device_train_batch_size", &T::per_device_train_batch_size, closed(1, 1 << 20), "Completions per micro-batch when token_budget is 0."},
         {"gradient_accumulation_steps", &T::gradient_accumulation_steps, closed(1, 1 << 20), "TRL's: with per_device_train_batch_size, the completions per optimizer step; sets prompts_per_step when that is not given (micro-batches come from packing)."},
         {"prompts_per_step", &T::prompts_per_step, closed(1, 1 << 20), "Prompt groups (of num_generations completions) per optimizer step."},
         {"max_grad_norm", &T::max_grad_norm, above(0), "Gradient clipping norm."},
-        {"weight_decay", &T::weight_decay, closed(0, 1), "AdamW's decoupled weight decay."},
+        {"weight_decay", &T::weight_decay, shared_range::weight_decay(), "AdamW's decoupled weight decay."},
         {"adam_beta1", &T::adam_beta1, right_open(0, 1), "AdamW's first-moment decay."},
         {"adam_beta2", &T::adam_beta2, right_open(0, 1), "AdamW's second-moment decay."},
         {"adam_epsilon", &T::adam_epsilon, left_open(0, 1), "AdamW's denominator epsilon."}}},
@@ -74,12 +75,12 @@ const ConfigTable<TrainConfig>& table() {
         {"epsilon_high", &T::epsilon_high, left_open(0, 10), "Upper clipping range (1 + epsilon_high; null = epsilon); DAPO's clip-higher uses 0.28.", kLive},
         {"beta", &T::beta, closed(0, 100), "KL coefficient against the base model; 0 skips the reference model.", kLive},
         {"mask_truncated_completions", &T::mask_truncated_completions, {}, "Leave completions cut off at max_completion_length out of the loss."},
-        {"token_budget", &T::token_budget, {}, "Tokens per packed training row (padding-free); 0 pads micro-batches instead."},
+        {"token_budget", &T::token_budget, closed(0, shared_range::kMaxTokenBudget), "Tokens per packed training row (padding-free); 0 pads micro-batches instead."},
         {"gradient_checkpointing", &T::gradient_checkpointing, {}, "Recompute activations in backward: less memory, more time."}}},
       {"LoRA",
-       {{"r", &T::r, closed(1, 1024), "LoRA rank.", false, nullptr, {"lora_r"}},
-        {"lora_alpha", &T::lora_alpha, above(0), "LoRA scaling numerator (scale = lora_alpha / r, or / sqrt(r) with use_rslora)."},
-        {"lora_dropout", &T::lora_dropout, right_open(0, 1), "Dropout on the LoRA input."},
+       {{"r", &T::r, shared_range::lora_r(), "LoRA rank.", false, nullptr, {"lora_r"}},
+        {"lora_alpha", &T::lora_alpha, shared_range::lora_alpha(), "LoRA scaling numerator (scale = lora_alpha / r, or / sqrt(r) with use_rslora)."},
+        {"lora_dropout", &T::lora_dropout, shared_range::lora_dropout(), "Dropout on the LoRA input."},
         {"target_modules", &T::target_modules, {}, "Projections that get adapters: \"all-linear\" or a list such as [\"q_proj\", \"v_proj\"].", false, "\"all-linear\" or list of strings", {"lora_target_modules"}},
         {"use_rslora", &T::use_rslora, {}, "Rank-stabilised LoRA scaling (lora_alpha / sqrt(r))."},
         {"init_adapter", &T::init_adapter, {}, "A PEFT adapter folder to start from (\"\" = a fresh LoRA)."}}},

@@ -39,22 +39,42 @@ std::string basename_of(const std::string& p) {
   return slash == std::string::npos ? s : s.substr(slash + 1);
 }
 
+// A key of the run's config.json as the card shows it: a string as it is, any other value as JSON,
+// and a key that is absent as "not recorded". The card states what the run recorded, never a
+// default of its own: config.json is the resolved config (every key), so an absent key means a
+// config written by another tool or edited by hand, and a default here would be a guess.
+std::string shown(const json& cfg, const char* key) {
+  const auto it = cfg.is_object() ? cfg.find(key) : cfg.end();
+  if (it == cfg.end()) return "not recorded";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+// The string at `key`, or "" when it is absent or not a string.
+std::string string_at(const json& cfg, const char* key) {
+  const auto it = cfg.is_object() ? cfg.find(key) : cfg.end();
+  return it != cfg.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+json array_at(const json& cfg, const char* key) {
+  const auto it = cfg.is_object() ? cfg.find(key) : cfg.end();
+  return it != cfg.end() && it->is_array() ? *it : json::array();
+}
+
 std::string task_text(const json& cfg) {
-  const std::string task = cfg.value("task", std::string());
-  if (task == "arith")
-    return "arithmetic questions from the built-in generator (difficulty " +
-           std::to_string(cfg.value("task_difficulty", int64_t(0))) + ")";
-  const std::string train = cfg.value("train_file", std::string());
+  if (string_at(cfg, "task") == "arith")
+    return "arithmetic questions from the built-in generator (difficulty " + shown(cfg, "task_difficulty") + ")";
+  const std::string train = string_at(cfg, "train_file");
   return train.empty() ? "unknown" : "prompts from `" + basename_of(train) + "`";
 }
 
 std::string rewards_text(const json& cfg) {
-  const json funcs = cfg.value("reward_funcs", json::array());
-  const json weights = cfg.value("reward_weights", json::array());
+  const json funcs = array_at(cfg, "reward_funcs");
+  const json weights = array_at(cfg, "reward_weights");
   std::vector<std::string> parts;
   for (size_t i = 0; i < funcs.size(); ++i) {
     const json& f = funcs[i];
-    std::string name = f.is_string() ? f.get<std::string>() : f.is_object() ? f.value("name", std::string("?")) : "?";
+    std::string name = f.is_string() ? f.get<std::string>() : string_at(f, "name");
+    if (name.empty()) name = "?";
     std::string part = "`" + name + "`";
     if (weights.is_array() && i < weights.size() && weights[i].is_number())
       part += " (weight " + json(weights[i]).dump() + ")";
@@ -79,7 +99,7 @@ MetricsSummary summarize_metrics(const std::string& run_dir, std::optional<int64
           path + ":" + std::to_string(line.number), "expected a JSON object with an integer \"step\"");
     const int64_t step = rec["step"].get<int64_t>();
     if (max_step && step > *max_step) continue;
-    if (max_version && rec.value("policy_version", int64_t(0)) > *max_version) continue;
+    if (max_version && number_at(rec, "policy_version").value_or(0) > static_cast<double>(*max_version)) continue;
     m.steps = std::max(m.steps, step);
     if (auto r = number_at(rec, "reward")) {
       if (!m.first_reward) m.first_reward = r;
@@ -131,15 +151,14 @@ std::string model_card(const ModelCardInput& in) {
   o << "| task | " << task_text(cfg) << " |\n";
   o << "| rewards | " << rewards_text(cfg) << " |\n";
   o << "| steps | " << in.metrics.steps << " |\n";
-  o << "| LoRA | r " << cfg.value("r", json()).dump() << ", lora_alpha " << cfg.value("lora_alpha", json()).dump()
-    << ", target_modules " << cfg.value("target_modules", json()).dump()
-    << (cfg.value("use_rslora", false) ? ", rsLoRA" : "") << " |\n";
-  o << "| loss | " << cfg.value("loss_type", std::string("?")) << ", epsilon " << cfg.value("epsilon", json()).dump()
-    << ", epsilon_high " << cfg.value("epsilon_high", json()).dump() << ", beta " << cfg.value("beta", json()).dump()
+  o << "| LoRA | r " << shown(cfg, "r") << ", lora_alpha " << shown(cfg, "lora_alpha") << ", target_modules "
+    << shown(cfg, "target_modules") << (cfg.is_object() && cfg.value("use_rslora", json()) == json(true) ? ", rsLoRA" : "")
     << " |\n";
-  o << "| optimizer | AdamW, learning_rate " << cfg.value("learning_rate", json()).dump() << " ("
-    << cfg.value("lr_scheduler_type", std::string("constant")) << ") |\n";
-  o << "| group size | " << cfg.value("num_generations", json()).dump() << " completions per prompt |\n";
+  o << "| loss | " << shown(cfg, "loss_type") << ", epsilon " << shown(cfg, "epsilon") << ", epsilon_high "
+    << shown(cfg, "epsilon_high") << ", beta " << shown(cfg, "beta") << " |\n";
+  o << "| optimizer | AdamW, learning_rate " << shown(cfg, "learning_rate") << " (" << shown(cfg, "lr_scheduler_type")
+    << ") |\n";
+  o << "| group size | " << shown(cfg, "num_generations") << " completions per prompt |\n";
   o << "| tensor dtype | " << in.dtype << " |\n\n";
 
   o << "## Results\n\n";
@@ -165,10 +184,13 @@ std::string model_card(const ModelCardInput& in) {
       << "model = PeftModel.from_pretrained(base, \"path/to/this/folder\")\n";
   }
   o << "```\n\n";
-  if (!in.merged)
+  if (!in.merged) {
+    const auto r = cfg.is_object() ? cfg.find("r") : cfg.end();
+    const int64_t rank = r != cfg.end() && r->is_number_integer() ? vllm_max_lora_rank(r->get<int64_t>()) : 0;
     o << "vLLM: `vllm serve <base> --enable-lora --max-lora-rank "
-      << vllm_max_lora_rank(cfg.value("r", int64_t(8)))
+      << (rank > 0 ? std::to_string(rank) : std::string("<the adapter's r, rounded up to a size vLLM allows>"))
       << "` then `POST /v1/load_lora_adapter` with this folder, or `--lora-modules name=path/to/this/folder`.\n\n";
+  }
 
   o << "## Run config\n\nThe exact `" << RunFolder::kConfigFile << "` of the run (TRL key names):\n\n```json\n"
     << cfg.dump(2) << "\n```\n";

@@ -17,16 +17,11 @@ nlohmann::json read_run_status(const std::string& run_dir) {
   st["step"] = metrics.empty() ? 0 : metrics.back().value("step", 0);
   st["last_metrics"] = metrics.empty() ? nlohmann::json::object() : metrics.back();
 
-  // State from the newest control event.
-  std::string state = events.empty() ? "created" : "running";
+  std::string state = "created";
   nlohmann::json last_event = nlohmann::json::object();
   for (const auto& e : events) {
-    const std::string ev = e.value("event", "");
-    if (ev == "start" || ev == "resume") state = "running";
-    else if (ev == "pause") state = "paused";
-    else if (ev == "stop") state = "stopped";
-    else if (ev == "finished") state = "finished";
-    if (ev != "warning") last_event = e;
+    state = run_state_after(state, e);
+    if (!(e.contains("event") && e["event"] == "warning")) last_event = e;
   }
   st["state"] = state;
   st["last_event"] = last_event;
@@ -38,6 +33,17 @@ nlohmann::json read_run_status(const std::string& run_dir) {
   for (int64_t s : run.checkpoint_steps()) ckpts.push_back(RunFolder::checkpoint_name(s));
   st["checkpoints"] = ckpts;
   return st;
+}
+
+std::string run_state_after(const std::string& state, const nlohmann::json& event) {
+  const auto kind = event.is_object() ? event.find("event") : event.end();
+  const std::string ev = kind != event.end() && kind->is_string() ? kind->get<std::string>() : std::string();
+  if (ev == "start" || ev == "resume") return "running";
+  if (ev == "pause") return "paused";
+  if (ev == "stop") return "stopped";
+  if (ev == "finished") return "finished";
+  if (ev == "error") return "failed";
+  return state == "created" ? "running" : state;
 }
 
 std::string format_run_status(const nlohmann::json& s) {

@@ -6,6 +6,7 @@
 #include "core/common/strings.h"
 #include "core/grpo/config.h"
 #include "core/grpo/config_table.h"
+#include "core/grpo/shared_ranges.h"
 
 namespace grpo::run {
 namespace {
@@ -21,30 +22,30 @@ const ConfigTable<SftConfig>& table() {
         {"train_file", &S::train_file, {}, "JSONL pairs {\"prompt\", \"completion\"} or chat \"messages\" (or task: arith)."},
         {"task", &S::task, one_of({"", "arith"}), "A built-in task instead of a file: \"arith\" (completion = the answer)."},
         {"task_difficulty", &S::task_difficulty, closed(1, 5), "Built-in arithmetic: 1 = one digit +-, ... 5 = up to four digits, three terms."},
-        {"eval_size", &S::eval_size, closed(0, 100000), "Built-in arithmetic: held-out problems (the split `grpo train` uses)."},
+        {"eval_size", &S::eval_size, shared_range::eval_size(), "Built-in arithmetic: held-out problems (the split `grpo train` uses)."},
         {"output_dir", &S::output_dir, {}, "Where the checkpoint or adapter is written."},
         {"save_format", &S::save_format, one_of({"auto", "checkpoint", "adapter"}), "auto: a LoRA run saves an adapter, a full fine-tune a checkpoint."},
         {"save_dtype", &S::save_dtype, one_of({"float32", "bfloat16", "float16"}), "Stored dtype of a saved checkpoint."},
         {"seed", &S::seed, at_least(0), "Seed of data order and LoRA initialisation."}}},
       {"what is trained",
        {{"use_lora", &S::use_lora, {}, "Train a LoRA adapter (false: full fine-tuning of every base weight)."},
-        {"r", &S::r, closed(1, 4096), "LoRA rank."},
-        {"lora_alpha", &S::lora_alpha, left_open(0, 1e6), "LoRA scaling numerator (scale = lora_alpha / r, or / sqrt(r) with use_rslora)."},
-        {"lora_dropout", &S::lora_dropout, closed(0, 0.99), "Dropout on the LoRA input."},
+        {"r", &S::r, shared_range::lora_r(), "LoRA rank."},
+        {"lora_alpha", &S::lora_alpha, shared_range::lora_alpha(), "LoRA scaling numerator (scale = lora_alpha / r, or / sqrt(r) with use_rslora)."},
+        {"lora_dropout", &S::lora_dropout, shared_range::lora_dropout(), "Dropout on the LoRA input."},
         {"target_modules", &S::target_modules, {}, "Projections that get adapters: \"all-linear\" or a list such as [\"q_proj\", \"v_proj\"].",
          false, "\"all-linear\" or list of strings"},
         {"use_rslora", &S::use_rslora, {}, "Rank-stabilised LoRA scaling (lora_alpha / sqrt(r))."}}},
       {"optimisation",
-       {{"learning_rate", &S::learning_rate, left_open(0, 10), "Initial learning rate of AdamW."},
+       {{"learning_rate", &S::learning_rate, shared_range::learning_rate(), "Initial learning rate of AdamW."},
         {"lr_scheduler_type", &S::lr_scheduler_type, one_of({"constant", "linear", "cosine"}), "Learning-rate schedule after warmup."},
-        {"warmup_ratio", &S::warmup_ratio, closed(0, 1), "Fraction of the steps spent warming the learning rate up from 0."},
+        {"warmup_ratio", &S::warmup_ratio, shared_range::warmup_ratio(), "Fraction of the steps spent warming the learning rate up from 0."},
         {"max_steps", &S::max_steps, at_least(-1), "Optimizer steps (<= 0: num_train_epochs passes over the data)."},
-        {"num_train_epochs", &S::num_train_epochs, closed(1, 100000), "Passes over the data when max_steps <= 0."},
+        {"num_train_epochs", &S::num_train_epochs, shared_range::num_train_epochs(), "Passes over the data when max_steps <= 0."},
         {"per_device_train_batch_size", &S::per_device_train_batch_size, closed(1, 1 << 20), "Examples per optimizer step."},
-        {"token_budget", &S::token_budget, at_least(2), "Tokens per packed row (one forward/backward)."},
+        {"token_budget", &S::token_budget, closed(2, shared_range::kMaxTokenBudget), "Tokens per packed row (one forward/backward)."},
         {"max_length", &S::max_length, at_least(2), "Most prompt + completion tokens; longer examples are left-truncated."},
         {"max_grad_norm", &S::max_grad_norm, closed(-1, 1e9), "Gradient clipping norm (<= 0: no clipping)."},
-        {"weight_decay", &S::weight_decay, closed(0, 10), "AdamW's decoupled weight decay."},
+        {"weight_decay", &S::weight_decay, shared_range::weight_decay(), "AdamW's decoupled weight decay."},
         {"adam_beta1", &S::adam_beta1, right_open(0, 1), "AdamW's first-moment decay."},
         {"adam_beta2", &S::adam_beta2, right_open(0, 1), "AdamW's second-moment decay."},
         {"adam_epsilon", &S::adam_epsilon, left_open(0, 1), "AdamW's denominator epsilon."}}},

@@ -23,6 +23,7 @@
 #include "core/records/charts.h"
 #include "core/records/metrics_record.h"
 #include "core/records/run_dir.h"
+#include "core/records/run_status.h"
 #include "core/records/throughput_advisor.h"
 #include "core/serve/web_assets.h"
 
@@ -96,7 +97,7 @@ public:
   json last_row();
   // The run's events from index `since` (at most kMaxEventsPerReply), RunEndpoint's shape.
   json events_since(int64_t since);
-  // The state the events say: created, running, paused, stopped, finished (as `grpo status`).
+  // The state the events say (run_state_after, as `grpo status`).
   std::string event_state();
 
 private:
@@ -306,15 +307,8 @@ json RunCache::events_since(int64_t since) {
 std::string RunCache::event_state() {
   std::lock_guard<std::mutex> lock(mu_);
   refresh_events();
-  std::string state = events_.empty() ? "created" : "running";
-  for (const auto& e : events_) {
-    const std::string ev = e.value("event", "");
-    if (ev == "start" || ev == "resume") state = "running";
-    else if (ev == "pause") state = "paused";
-    else if (ev == "stop") state = "stopped";
-    else if (ev == "finished") state = "finished";
-    else if (ev == "error") state = "failed";
-  }
+  std::string state = "created";
+  for (const auto& e : events_) state = run_state_after(state, e);
   return state;
 }
 

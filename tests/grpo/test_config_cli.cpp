@@ -8,6 +8,7 @@
 #include <QtTest>
 
 #include <csignal>
+#include <map>
 #include <set>
 
 #include "core/common/error.h"
@@ -134,8 +135,39 @@ private Q_SLOTS:
       QFAIL("expected an error");
     } catch (const grpo::Error& e) {
       const std::string m = e.what();
-      QVERIFY2(contains(m, "sft.yaml") && contains(m, "\"lora_dropout\"") && contains(m, "[0, 0.99]"), m.c_str());
+      QVERIFY2(contains(m, "sft.yaml") && contains(m, "\"lora_dropout\"") && contains(m, "[0, 1)"), m.c_str());
     }
+  }
+
+  // A key that GRPO and SFT share has one range (core/grpo/shared_ranges.h): before, SFT took a
+  // learning_rate of 5 that `grpo train` refused. The keys that mean something else in SFT are
+  // named here (max_steps <= 0 and max_grad_norm <= 0 mean something in SFT, token_budget 0 in
+  // GRPO); any other difference fails.
+  void sharedKeysHaveOneRange() {
+    const std::set<std::string> own_meaning = {"max_steps", "max_grad_norm", "token_budget"};
+    std::map<std::string, const grpo::grpo::ConfigKeyInfo*> grpo_keys;
+    for (const auto& k : grpo::grpo::train_config_schema()) grpo_keys[k.name] = &k;
+    int shared = 0;
+    std::string differ;
+    for (const auto& k : grpo::run::sft_config_schema()) {
+      const auto it = grpo_keys.find(k.name);
+      if (it == grpo_keys.end() || own_meaning.count(k.name)) continue;
+      ++shared;
+      if (k.range_text() != it->second->range_text())
+        differ += k.name + ": SFT " + k.range_text() + ", GRPO " + it->second->range_text() + "; ";
+    }
+    QVERIFY2(differ.empty(), differ.c_str());
+    QVERIFY2(shared >= 15, std::to_string(shared).c_str());  // the LoRA, optimiser and run keys
+    grpo::run::SftConfig c;
+    const std::string refused = [&] {
+      try {
+        c.apply({{"learning_rate", 5}}, "sft.yaml");
+      } catch (const grpo::Error& e) {
+        return std::string(e.what());
+      }
+      return std::string("(accepted)");
+    }();
+    QVERIFY2(contains(refused, "learning_rate") && contains(refused, "(0, 1]"), refused.c_str());
   }
 };
 

@@ -27,6 +27,7 @@
 #include "core/common/files.h"
 #include "core/io/sha256sums.h"
 #include "core/records/run_dir.h"
+#include "core/records/model_card.h"
 #include "core/records/run_status.h"
 #include "../common/error_of.h"
 
@@ -116,6 +117,59 @@ private Q_SLOTS:
     QCOMPARE(st["step"].get<int64_t>(), int64_t(2));
     QCOMPARE(st["state"].get<std::string>(), std::string("created"));
     for (const char* sub : {"adapters", "checkpoints", "export"}) QVERIFY2(!fs::exists(bare + "/" + sub), sub);
+  }
+
+  // One derivation of a run's state from its events (docs/formats.md, "events.jsonl"): `grpo
+  // status` said "running" for a run whose last control event was an error, while the browser
+  // view said "failed", before both used run_state_after.
+  void run_state_is_folded_from_the_events() {
+    auto fold = [](const std::vector<json>& events) {
+      std::string state = "created";
+      for (const auto& e : events) state = run_state_after(state, e);
+      return state;
+    };
+    QCOMPARE(fold({}), std::string("created"));
+    QCOMPARE(fold({{{"event", "warning"}}}), std::string("running"));
+    QCOMPARE(fold({{{"event", "start"}}, {{"event", "pause"}}}), std::string("paused"));
+    QCOMPARE(fold({{{"event", "start"}}, {{"event", "pause"}}, {{"event", "resume"}}}), std::string("running"));
+    QCOMPARE(fold({{{"event", "start"}}, {{"event", "stop"}}, {{"event", "retune"}}}), std::string("stopped"));
+    QCOMPARE(fold({{{"event", "start"}}, {{"event", "finished"}}}), std::string("finished"));
+    // Malformed events neither throw nor change a state.
+    QCOMPARE(fold({{{"event", "start"}}, json(7), {{"event", 3}}, {{"event", nullptr}}}), std::string("running"));
+
+    // `grpo status` (read_run_status) folds the events file the same way: a failed run says failed.
+    RunDirectory d(dir("failed-run"));
+    grpo::write_file_atomic(d.config_path(), R"({"model_name_or_path":"m","max_steps":4})");
+    d.append_event({{"event", "start"}});
+    d.append_event({{"event", "error"}, {"message", "the trainer ran out of memory"}});
+    d.append_event({{"event", "warning"}, {"severity", "warning"}});
+    const auto st = read_run_status(d.root());
+    QCOMPARE(st["state"].get<std::string>(), std::string("failed"));
+    QCOMPARE(st["last_event"]["message"].get<std::string>(), std::string("the trainer ran out of memory"));
+  }
+
+  // The model card shows what the run's config.json recorded and restates no default; a config
+  // written by another tool, with keys missing or of the wrong type, still gives a card.
+  void model_card_shows_what_the_config_recorded() {
+    ModelCardInput in;
+    in.base_model = "org/base";
+    in.source = "policy-v2 of run r";
+    in.dtype = "F32";
+    in.run_config = {{"r", "eight"}, {"use_rslora", "yes"}, {"task", "arith"}, {"task_difficulty", "hard"},
+                     {"reward_funcs", json::array({json{{"name", 5}}, "accuracy"})}, {"reward_weights", "x"}};
+    std::string card = model_card(in);  // a throw (before: nlohmann's type_error on "r") fails the test
+    QVERIFY2(card.find("learning_rate not recorded (not recorded)") != std::string::npos, card.c_str());
+    QVERIFY2(card.find("| LoRA | r eight,") != std::string::npos, card.c_str());
+    QVERIFY2(card.find("rsLoRA") == std::string::npos, card.c_str());  // "yes" is not true
+    QVERIFY2(card.find("difficulty hard") != std::string::npos, card.c_str());
+    QVERIFY2(card.find("`?`, `accuracy`") != std::string::npos, card.c_str());
+    QVERIFY2(card.find("--max-lora-rank <the adapter's r") != std::string::npos, card.c_str());
+
+    in.run_config = {{"r", 16}, {"use_rslora", true}, {"learning_rate", 1e-5}, {"lr_scheduler_type", "cosine"}};
+    card = model_card(in);
+    QVERIFY2(card.find("--max-lora-rank 16`") != std::string::npos, card.c_str());
+    QVERIFY2(card.find(", rsLoRA") != std::string::npos, card.c_str());
+    QVERIFY2(card.find("learning_rate 1e-05 (cosine)") != std::string::npos, card.c_str());
   }
 
   void jsonl_readers_skip_or_refuse_malformed_lines() {
