@@ -63,6 +63,10 @@ const char* to_string(EngineState s) {
 
 Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions options)
     : cfg_(std::move(cfg)), opts_(std::move(options)), dir_(run_dir), run_(prepare_run(cfg_, /*fresh_start=*/!opts_.resume)) {
+  // An event's "seq" numbers it within the run, across resumes: one past the largest in the file.
+  for (const auto& e : dir_.read_events())
+    if (e.contains("seq") && e["seq"].is_number_integer())
+      next_event_seq_ = std::max(next_event_seq_, e["seq"].get<int64_t>() + 1);
   run_.rewards.set_event_sink([this](const nlohmann::json& e) { event(e); });  // reward_timeout and friends
   dir_.remove_stale_temporaries();  // left by a trainer that was killed mid-write
   PipelineOptions po;
@@ -99,6 +103,10 @@ void Engine::add_source(std::unique_ptr<RolloutSource> source) {
 void Engine::event(nlohmann::json e) {
   e["time"] = wall_time_s();
   e["step"] = step_.load();
+  {
+    std::lock_guard<std::mutex> lock(events_mu_);
+    e["seq"] = next_event_seq_++;  // its identity: the live copy and the file's line carry the same
+  }
   if (opts_.on_event) {
     try {
       opts_.on_event(e);

@@ -119,6 +119,7 @@ private:
   int stop_requests_at_end_ = -1;      // set when run() starts its final writes
   std::mutex events_mu_;
   std::deque<nlohmann::json> unwritten_events_;  // the events file refused them (bucket full): retried
+  int64_t next_event_seq_ = 0;  // each event's identity, "seq" (docs/formats.md); guarded by events_mu_
   std::atomic<EngineState> state_{EngineState::Idle};
   std::atomic<int64_t> step_{0}, version_{0};
 };

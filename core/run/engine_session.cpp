@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/cluster/cluster_token.h"
@@ -24,7 +25,9 @@ namespace {
 // Run events reach the front end as they happen (EngineOptions::on_event), not when the events
 // file takes them: a full bucket holds back its own bucket_write_failed until space returns. The
 // tail of the events file still delivers what other writers append (a source's final accounting,
-// a line a tool adds); a line whose event already went out live is skipped, once.
+// a line a tool adds); a line whose event already went out live is skipped, once. The two copies
+// are matched by the event's identity, the "seq" the engine gives each event it raises: a line
+// without one came from another writer and is always delivered.
 class LiveEvents {
 public:
   static constexpr size_t kMax = 4096;  // events awaiting delivery, and delivered awaiting their line
@@ -43,12 +46,15 @@ public:
     }
     std::vector<nlohmann::json> out;
     for (auto& e : in) {
-      if (pending_.size() >= kMax) pending_.pop_front();  // never written (bucket gave up, run ended)
-      pending_.push_back(key(e));
+      if (const auto seq = seq_of(e)) {
+        if (pending_.size() >= kMax) pending_.pop_front();  // never written (bucket gave up, run ended)
+        pending_.push_back(*seq);
+      }
       out.push_back(std::move(e));
     }
     for (auto& l : lines) {
-      auto it = std::find(pending_.begin(), pending_.end(), key(l));
+      const auto seq = seq_of(l);
+      auto it = seq ? std::find(pending_.begin(), pending_.end(), *seq) : pending_.end();
       if (it != pending_.end()) pending_.erase(it);
       else out.push_back(std::move(l));
     }
@@ -56,11 +62,14 @@ public:
   }
 
 private:
-  // The record as append_jsonl writes it (doubles round-trip exactly, so a line read back matches).
-  static std::string key(const nlohmann::json& j) { return RunDirectory::jsonl_line(j); }
+  static std::optional<int64_t> seq_of(const nlohmann::json& j) {
+    const auto it = j.is_object() ? j.find("seq") : j.end();
+    if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int64_t>();
+  }
   std::mutex mu_;
   std::deque<nlohmann::json> incoming_;
-  std::deque<std::string> pending_;
+  std::deque<int64_t> pending_;
 };
 
 // The engine's remote-worker source, if it has one.

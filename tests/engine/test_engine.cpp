@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "core/records/run_status.h"
@@ -221,6 +222,18 @@ private Q_SLOTS:
     QVERIFY(versions.back() > versions_before.back());  // numbering continues, names never reused
     auto resumes = events_named(cfg.output_dir, "resume");
     QVERIFY(!resumes.empty() && resumes.back()["step"].get<int64_t>() == 4);
+    // Event identities go on across the resume: the seqs in the file are 0..n-1, each once (threads
+    // may write two events in the other order than they were numbered).
+    std::set<int64_t> seqs;
+    size_t with_seq = 0;
+    for (const auto& e : read_jsonl(cfg.output_dir + "/events.jsonl")) {
+      if (!e.contains("seq")) continue;
+      ++with_seq;
+      seqs.insert(e["seq"].get<int64_t>());
+    }
+    QCOMPARE(seqs.size(), with_seq);
+    QVERIFY2(seqs.size() > 4 && *seqs.begin() == 0 && *seqs.rbegin() == int64_t(seqs.size()) - 1,
+             std::to_string(seqs.size()).c_str());
   }
 
   void tornNewestCheckpointFallsBackToThePreviousOne() {

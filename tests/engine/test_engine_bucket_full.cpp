@@ -375,6 +375,16 @@ private Q_SLOTS:
     for (const auto& e : seen) delivered.insert(e.dump());
     QCOMPARE(delivered.size(), in_file.size());
     QVERIFY2(delivered == in_file, "the session's events differ from events.jsonl");
+    // Each event the trainer raised carries its identity, a seq unique in the run (docs/formats.md,
+    // "events.jsonl"), by which the session told its live copy from its line.
+    std::set<int64_t> seqs;
+    for (const auto& e : file) {
+      if (!e.contains("seq")) continue;  // another writer's line (a source's accounting)
+      QVERIFY2(e["seq"].is_number_integer(), e.dump().c_str());
+      QVERIFY2(seqs.insert(e["seq"].get<int64_t>()).second, ("a seq seen twice: " + e.dump()).c_str());
+    }
+    QVERIFY2(seqs.size() + 2 >= file.size(), "most events should carry a seq");
+    QVERIFY(seqs.count(0) == 1);
     QCOMPARE(events_named(cfg.output_dir, "bucket_write_failed").size(), size_t(1));
     QCOMPARE(seen_named("bucket_write_failed_cleared"), 1L);
     QCOMPARE(seen_named("finished"), 1L);

@@ -47,8 +47,10 @@ private Q_SLOTS:
     TrainConfig c;
     QString msg = error_of([&] { c.apply(json{{"top_k", 1e300}}, "retune"); });
     QVERIFY2(msg.contains("top_k"), qPrintable(msg));
-    msg = error_of([&] { c.apply(json{{"token_budget", 1e300}}, "retune"); });
-    QVERIFY2(msg.contains("2^53"), qPrintable(msg));
+    msg = error_of([&] { c.apply(json{{"token_budget", 1e300}}, "retune"); });  // bounded since issue 28
+    QVERIFY2(msg.contains("token_budget") && msg.contains("16777216"), qPrintable(msg));
+    msg = error_of([&] { c.apply(json{{"max_steps", 1e300}}, "retune"); });  // no upper bound: the 2^53 rule
+    QVERIFY2(msg.contains("max_steps") && msg.contains("2^53"), qPrintable(msg));
     msg = error_of([&] { c.apply(json{{"seed", 9.3e18}}, "cfg.json"); });
     QVERIFY2(msg.contains("2^53"), qPrintable(msg));
     c.apply(json{{"top_k", 50}, {"seed", 9007199254740992.0}}, "cfg.json");
