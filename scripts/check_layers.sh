@@ -2,7 +2,7 @@
 # The layering rules that a compiler cannot check (docs/ARCHITECTURE.md), as one test:
 #  1. only core/records/run_dir.* spells the names in a run folder (its JSONL files, "policy-v<N>",
 #     "step-<S>"; everything else asks RunFolder/RunDirectory);
-#  2. ui/ includes no core header outside the facade, core/api/;
+#  2. ui/ includes no core header outside the facade, core/api/ (its torch wall includes the shared check);
 #  3. no function in core/run, core/records or core/serve is longer than 80 lines
 #     (scripts/function_lengths.py);
 #  4. no tracked source, script, CMake or Markdown file points outside the repository (the design
@@ -23,7 +23,8 @@ if [ -n "$names" ]; then
   echo "$names"
   status=1
 fi
-includes=$(grep -rn '#include "core/' ui --include='*.cpp' --include='*.h' | grep -v '#include "core/api/')
+includes=$(grep -rn '#include "core/' ui --include='*.cpp' --include='*.h' | grep -v '#include "core/api/' |
+           grep -v '^ui/torch_wall\.cpp:[0-9]*:#include "core/common/torch_wall\.h"$')
 if [ -n "$includes" ]; then
   echo "ui/ includes core headers outside the facade core/api/:"
   echo "$includes"

@@ -43,21 +43,28 @@ std::string basename_of(const std::string& p) {
 // and a key that is absent as "not recorded". The card states what the run recorded, never a
 // default of its own: config.json is the resolved config (every key), so an absent key means a
 // config written by another tool or edited by hand, and a default here would be a guess.
+// The value at `key` of an object, or nullptr (absent, or `j` is not an object).
+const json* value_at(const json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  const auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
 std::string shown(const json& cfg, const char* key) {
-  const auto it = cfg.is_object() ? cfg.find(key) : cfg.end();
-  if (it == cfg.end()) return "not recorded";
-  return it->is_string() ? it->get<std::string>() : it->dump();
+  const json* v = value_at(cfg, key);
+  if (!v) return "not recorded";
+  return v->is_string() ? v->get<std::string>() : v->dump();
 }
 
 // The string at `key`, or "" when it is absent or not a string.
 std::string string_at(const json& cfg, const char* key) {
-  const auto it = cfg.is_object() ? cfg.find(key) : cfg.end();
-  return it != cfg.end() && it->is_string() ? it->get<std::string>() : std::string();
+  const json* v = value_at(cfg, key);
+  return v && v->is_string() ? v->get<std::string>() : std::string();
 }
 
 json array_at(const json& cfg, const char* key) {
-  const auto it = cfg.is_object() ? cfg.find(key) : cfg.end();
-  return it != cfg.end() && it->is_array() ? *it : json::array();
+  const json* v = value_at(cfg, key);
+  return v && v->is_array() ? *v : json::array();
 }
 
 std::string task_text(const json& cfg) {
@@ -151,9 +158,9 @@ std::string model_card(const ModelCardInput& in) {
   o << "| task | " << task_text(cfg) << " |\n";
   o << "| rewards | " << rewards_text(cfg) << " |\n";
   o << "| steps | " << in.metrics.steps << " |\n";
+  const json* rslora = value_at(cfg, "use_rslora");
   o << "| LoRA | r " << shown(cfg, "r") << ", lora_alpha " << shown(cfg, "lora_alpha") << ", target_modules "
-    << shown(cfg, "target_modules") << (cfg.is_object() && cfg.value("use_rslora", json()) == json(true) ? ", rsLoRA" : "")
-    << " |\n";
+    << shown(cfg, "target_modules") << (rslora && *rslora == true ? ", rsLoRA" : "") << " |\n";
   o << "| loss | " << shown(cfg, "loss_type") << ", epsilon " << shown(cfg, "epsilon") << ", epsilon_high "
     << shown(cfg, "epsilon_high") << ", beta " << shown(cfg, "beta") << " |\n";
   o << "| optimizer | AdamW, learning_rate " << shown(cfg, "learning_rate") << " (" << shown(cfg, "lr_scheduler_type")
@@ -185,8 +192,8 @@ std::string model_card(const ModelCardInput& in) {
   }
   o << "```\n\n";
   if (!in.merged) {
-    const auto r = cfg.is_object() ? cfg.find("r") : cfg.end();
-    const int64_t rank = r != cfg.end() && r->is_number_integer() ? vllm_max_lora_rank(r->get<int64_t>()) : 0;
+    const json* r = value_at(cfg, "r");
+    const int64_t rank = r && r->is_number_integer() ? vllm_max_lora_rank(r->get<int64_t>()) : 0;
     o << "vLLM: `vllm serve <base> --enable-lora --max-lora-rank "
       << (rank > 0 ? std::to_string(rank) : std::string("<the adapter's r, rounded up to a size vLLM allows>"))
       << "` then `POST /v1/load_lora_adapter` with this folder, or `--lora-modules name=path/to/this/folder`.\n\n";

@@ -197,9 +197,9 @@ void EngineSession::Impl::watch(JsonlTail& tail, LiveEvents& live, const std::at
       bool remote = false;
       {
         std::lock_guard<std::mutex> lock(mu);  // the engine outlives this while it is set
-        if (auto* r = remote_of(engine)) {
+        if (remote_of(engine)) {  // the Workers page, as the run's endpoint reads them (RunControl)
           remote = true;
-          ws = r->workers();
+          ws = engine->workers();
         }
       }
       rates.rate(ws);
