@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <QComboBox>
+#include <QCompleter>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QFile>
@@ -30,23 +31,12 @@ namespace {
 
 using json = nlohmann::json;
 
-// The hyperparameters the form shows (TRL names). Their groups, order, docs and ranges are the key
-// table's (core/grpo/config_schema.h); the model, data, rewards and run directory have their own
-// widgets above and below.
-const std::vector<std::string>& form_keys() {
-  static const std::vector<std::string> keys = {
-      "task_difficulty", "eval_size", "seed",
-      "num_generations", "max_prompt_length", "max_completion_length", "temperature", "top_p", "chat_template_kwargs",
-      "learning_rate", "lr_scheduler_type", "warmup_ratio", "max_steps", "prompts_per_step", "max_grad_norm",
-      "loss_type", "scale_rewards", "epsilon", "epsilon_high", "beta", "token_budget", "gradient_checkpointing",
-      "r", "lora_alpha", "lora_dropout", "target_modules", "use_rslora",
-      "max_staleness", "weight_sync_steps", "max_inflight_tasks", "queue_maxsize", "local_generators",
-      "save_steps", "eval_steps"};
-  return keys;
-}
-
-bool on_form(const std::string& key) {
-  return std::find(form_keys().begin(), form_keys().end(), key) != form_keys().end();
+// The hyperparameter fields are generated from the key table (core/grpo/config_schema.h): the rows
+// marked on_form, under their groups, in its order, with its docs, ranges and choices. The model,
+// data, rewards and run directory have their own widgets above and below.
+bool nullable_key(const std::string& key) {
+  const auto* k = ::grpo::grpo::find_config_key(::grpo::grpo::train_config_schema(), key);
+  return k && k->nullable;
 }
 
 // "async engine" -> "Async engine"; "GRPO loss" stays.
@@ -297,13 +287,13 @@ SetupPage::SetupPage(QWidget* parent) : QWidget(parent) {
   // Hyperparameters: the form's keys under their groups of the key table, in its order.
   std::vector<std::string> groups;
   for (const auto& k : ::grpo::grpo::train_config_schema())
-    if (on_form(k.name) && std::find(groups.begin(), groups.end(), k.group) == groups.end()) groups.push_back(k.group);
+    if (k.on_form && std::find(groups.begin(), groups.end(), k.group) == groups.end()) groups.push_back(k.group);
   for (const auto& group : groups) {
     auto* box = new QGroupBox(group_title(group));
     box->setObjectName(QString::fromStdString("group:" + group));
     auto* form = new QFormLayout(box);
     for (const auto& k : ::grpo::grpo::train_config_schema()) {
-      if (k.group != group || !on_form(k.name)) continue;
+      if (k.group != group || !k.on_form) continue;
       const QString name = QString::fromStdString(k.name);
       auto* edit = new QLineEdit;
       edit->setObjectName("field:" + name);
@@ -311,6 +301,13 @@ SetupPage::SetupPage(QWidget* parent) : QWidget(parent) {
       edit->setToolTip(tip);
       const std::string range = k.range_text();
       if (!range.empty()) edit->setPlaceholderText(QString::fromStdString(range));
+      if (!k.range.choices.empty()) {  // a closed set (core/grpo/choices.h): offered as the user types
+        QStringList choices;
+        for (const auto& c : k.range.choices) choices << QString::fromStdString(c);
+        auto* completer = new QCompleter(choices, edit);
+        completer->setCompletionMode(QCompleter::UnfilteredPopupCompletion);
+        edit->setCompleter(completer);
+      }
       auto* err = new QLabel;
       err->setObjectName("fieldError:" + name);
       err->setStyleSheet(kError);
@@ -447,7 +444,7 @@ json SetupPage::configJson() const {
   for (const auto& [key, edit] : fields_) {
     json v = fieldValue(key);
     if (v.is_null()) {
-      if (key == "epsilon_high") j[key] = nullptr;
+      if (nullable_key(key)) j[key] = nullptr;  // null is its own value (epsilon_high = epsilon)
       continue;
     }
     j[key] = v;
@@ -477,7 +474,7 @@ void SetupPage::validateField(const std::string& key) {
   QLineEdit* edit = fields_.at(key);
   QString message;
   json v = fieldValue(key);
-  if (v.is_null() && key != "epsilon_high") {
+  if (v.is_null() && !nullable_key(key)) {
     message = tr("a value is needed");
   } else if (!v.is_null()) {
     ::grpo::grpo::TrainConfig probe;

@@ -7,20 +7,10 @@
 namespace grpo::grpo {
 
 ScaleRewards parse_scale_rewards(const std::string& s, const std::string& context) {
-  if (s == "group" || s == "true") return ScaleRewards::Group;
-  if (s == "batch") return ScaleRewards::Batch;
-  if (s == "none" || s == "false") return ScaleRewards::None;
-  throw Error(context, "scale_rewards '" + s + "' is not one of group, batch, none");
+  return kScaleRewards.parse(s, context);
 }
 
-const char* to_string(ScaleRewards s) {
-  switch (s) {
-    case ScaleRewards::Group: return "group";
-    case ScaleRewards::Batch: return "batch";
-    case ScaleRewards::None: return "none";
-  }
-  return "?";
-}
+const char* to_string(ScaleRewards s) { return kScaleRewards.name(s); }
 
 namespace {
 // Mean and unbiased std over the non-NaN entries of each row of x (R, G).

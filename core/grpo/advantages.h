@@ -7,9 +7,11 @@
 
 #include <torch/types.h>
 
+#include "core/grpo/choices.h"
+
 namespace grpo::grpo {
 
-enum class ScaleRewards { Group, Batch, None };
+// ScaleRewards and its names: core/grpo/choices.h (kScaleRewards).
 ScaleRewards parse_scale_rewards(const std::string& s, const std::string& context);
 const char* to_string(ScaleRewards s);
 

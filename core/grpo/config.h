@@ -6,6 +6,7 @@
 // app's forms and the resolved config.json of a run all read it.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -126,5 +127,10 @@ bool is_retunable(const std::string& key);
 // What a key may hold, worded as its errors word it ("[0, 1]", "> 0", "one of ..."); "" for an
 // unknown key or one without a range (strings, lists, flags).
 std::string config_key_range(const std::string& key);
+
+// A running loop's one config: the engine, its trainer and its rollout pipeline hold the same
+// immutable object; a retune builds the next one and hands the new pointer to each part at a step
+// boundary (docs/ARCHITECTURE.md, "The config").
+using SharedConfig = std::shared_ptr<const TrainConfig>;
 
 }  // namespace grpo::grpo

@@ -170,7 +170,7 @@ nlohmann::json config_schema_json(const std::vector<ConfigKeyInfo>& keys) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& k : keys)
     out.push_back({{"name", k.name}, {"type", k.type}, {"group", k.group}, {"doc", k.doc},
-                   {"default", k.default_value}, {"retunable", k.retunable}, {"numeric", k.numeric},
+                   {"default", k.default_value}, {"retunable", k.retunable}, {"form", k.on_form}, {"nullable", k.nullable}, {"numeric", k.numeric},
                    {"range", range_json(k)}});
   return out;
 }

@@ -31,6 +31,10 @@ inline ConfigRange at_least(double lo) { return {lo}; }                         
 inline ConfigRange above(double lo) { return {lo, kUnbounded, true}; }                // > lo
 inline ConfigRange one_of(std::vector<std::string> choices) { return {-kUnbounded, kUnbounded, false, false, std::move(choices)}; }
 
+// A key table row's flags (ConfigTable::Row::flags).
+inline constexpr unsigned kRetunable = 1;  // ConfigKeyInfo::retunable
+inline constexpr unsigned kOnForm = 2;     // ConfigKeyInfo::on_form
+
 struct ConfigKeyInfo {
   std::string name;
   std::string type;                 // "integer", "number", "number or null", "boolean", "string",
@@ -39,6 +43,8 @@ struct ConfigKeyInfo {
   std::string doc;                  // one line
   nlohmann::json default_value;     // the config struct's default, as to_json() writes it
   bool retunable = false;           // a live run may change it (the engine's retune)
+  bool on_form = false;             // the app's setup form shows it (a field generated from this row)
+  bool nullable = false;            // null is a value of its own (epsilon_high: null = epsilon)
   bool numeric = false;             // integer, number or list of numbers: the interval applies
   ConfigRange range;
   std::vector<std::string> aliases; // other spellings read as this key (TRL / PEFT names)

@@ -1,5 +1,5 @@
 // A config key table as JSON, as the run's endpoint serves it at GET /grpo/config/schema: one
-// object per key {name, type, group, doc, default, retunable, numeric, range: {lo, hi, lo_open,
+// object per key {name, type, group, doc, default, retunable, form, nullable, numeric, range: {lo, hi, lo_open,
 // hi_open, text, choices?}} (an unbounded side is null). docs/dashboard.md lists the route.
 #pragma once
 

@@ -1,5 +1,6 @@
 // ConfigTable<C>: the key table of a config struct C. Each row names a member of C, what it may
-// hold, whether a live run may change it, and a one-line doc; rows sit under their group. The
+// hold, a one-line doc, whether a live run may change it and whether the app's setup form shows it;
+// rows sit under their group. The
 // table makes the schema (config_schema.h; defaults read from C{}, never restated) and does the
 // typed work: apply a JSON object all or nothing, read every key back. TrainConfig
 // (core/grpo/config.cpp) and SftConfig (core/run/sft_config.cpp) are both tables of this kind.
@@ -29,7 +30,7 @@ public:
     Member member;
     ConfigRange range;
     const char* doc;
-    bool retunable = false;
+    unsigned flags = 0;                       // kRetunable | kOnForm (config_schema.h)
     const char* type = nullptr;               // overrides the member's type word (JSON members)
     std::vector<std::string> aliases = {};    // TRL / PEFT spellings of the same key
   };
@@ -46,7 +47,8 @@ public:
         k.name = r.name;
         k.group = g.name;
         k.doc = r.doc;
-        k.retunable = r.retunable;
+        k.retunable = (r.flags & kRetunable) != 0;
+        k.on_form = (r.flags & kOnForm) != 0;
         k.range = r.range;
         k.aliases = r.aliases;
         std::visit(
@@ -55,6 +57,7 @@ public:
               k.numeric = std::is_same_v<V, int64_t> || std::is_same_v<V, double> ||
                           std::is_same_v<V, std::optional<double>> || std::is_same_v<V, std::vector<double>>;
               k.type = r.type ? r.type : type_word<V>();
+              k.nullable = std::is_same_v<V, std::optional<double>>;
             },
             r.member);
         members_.push_back(r.member);

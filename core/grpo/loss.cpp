@@ -6,23 +6,9 @@
 
 namespace grpo::grpo {
 
-LossType parse_loss_type(const std::string& s, const std::string& context) {
-  if (s == "grpo") return LossType::GRPO;
-  if (s == "bnpo") return LossType::BNPO;
-  if (s == "dr_grpo") return LossType::DrGRPO;
-  if (s == "dapo") return LossType::DAPO;
-  throw Error(context, "loss_type '" + s + "' is not one of grpo, bnpo, dr_grpo, dapo");
-}
+LossType parse_loss_type(const std::string& s, const std::string& context) { return kLossTypes.parse(s, context); }
 
-const char* to_string(LossType t) {
-  switch (t) {
-    case LossType::GRPO: return "grpo";
-    case LossType::BNPO: return "bnpo";
-    case LossType::DrGRPO: return "dr_grpo";
-    case LossType::DAPO: return "dapo";
-  }
-  return "?";
-}
+const char* to_string(LossType t) { return kLossTypes.name(t); }
 
 namespace {
 double masked_mean(const torch::Tensor& x, const torch::Tensor& m) {

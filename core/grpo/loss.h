@@ -9,9 +9,11 @@
 
 #include <torch/types.h>
 
+#include "core/grpo/choices.h"
+
 namespace grpo::grpo {
 
-enum class LossType { GRPO, BNPO, DrGRPO, DAPO };
+// LossType and its names: core/grpo/choices.h (kLossTypes).
 LossType parse_loss_type(const std::string& s, const std::string& context);
 const char* to_string(LossType t);
 

@@ -7,6 +7,7 @@
 
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/grpo/choices.h"
 
 namespace grpo::grpo {
 
@@ -14,12 +15,12 @@ double scheduled_lr(double base_lr, const std::string& type, int64_t step, int64
                     double warmup_ratio) {
   const int64_t warmup = static_cast<int64_t>(std::ceil(warmup_ratio * static_cast<double>(total_steps)));
   if (step < warmup) return base_lr * static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, warmup));
-  if (type == "constant") return base_lr;
+  const LrSchedule schedule = kLrSchedules.parse(type, "lr_scheduler_type");
+  if (schedule == LrSchedule::Constant) return base_lr;
   const double span = static_cast<double>(std::max<int64_t>(1, total_steps - warmup));
   const double progress = static_cast<double>(step - warmup) / span;
-  if (type == "linear") return base_lr * std::max(0.0, 1.0 - progress);
-  if (type == "cosine") return base_lr * std::max(0.0, 0.5 * (1.0 + std::cos(M_PI * progress)));
-  throw Error("lr_scheduler_type", "'" + type + "' is not one of constant, linear, cosine");
+  if (schedule == LrSchedule::Linear) return base_lr * std::max(0.0, 1.0 - progress);
+  return base_lr * std::max(0.0, 0.5 * (1.0 + std::cos(M_PI * progress)));  // cosine
 }
 
 Optimizer::Optimizer(std::vector<torch::Tensor> params, OptimizerConfig cfg)

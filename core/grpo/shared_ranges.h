@@ -4,6 +4,7 @@
 // max_grad_norm <= 0 mean something in SFT, and token_budget 0 in GRPO) keep their own rows.
 #pragma once
 
+#include "core/grpo/choices.h"
 #include "core/grpo/config_schema.h"
 
 namespace grpo::grpo::shared_range {
@@ -16,6 +17,7 @@ inline ConfigRange warmup_ratio() { return closed(0, 1); }
 inline ConfigRange weight_decay() { return closed(0, 1); }
 inline ConfigRange eval_size() { return closed(0, 100000); }
 inline ConfigRange num_train_epochs() { return closed(1, 100000); }
+inline ConfigRange lr_scheduler_type() { return one_of(kLrSchedules.names()); }
 // Tokens in one packed row; GRPO also takes 0 (pad micro-batches instead), SFT always packs.
 inline constexpr double kMaxTokenBudget = 1 << 24;
 

@@ -192,16 +192,22 @@ torch::Tensor chunked_token_logprobs(model::CausalLMImpl& model, const torch::Te
 }
 
 GrpoTrainer::GrpoTrainer(model::CausalLM model, const TrainConfig& config)
-    : model_(std::move(model)), config_(config) {
+    : GrpoTrainer(std::move(model), std::make_shared<const TrainConfig>(config)) {}
+
+GrpoTrainer::GrpoTrainer(model::CausalLM model, SharedConfig config) : model_(std::move(model)), config_(std::move(config)) {
+  check(config_ != nullptr, "trainer", "no config");
   check(model_->has_lora(), "trainer", "the model has no LoRA adapter", "call add_lora() before training");
-  optimizer_ = std::make_unique<Optimizer>(model_->lora_parameters(), optimizer_config(config, config.max_steps));
-  model_->set_gradient_checkpointing(config.gradient_checkpointing);
+  optimizer_ = std::make_unique<Optimizer>(model_->lora_parameters(), optimizer_config(*config_, config_->max_steps));
+  model_->set_gradient_checkpointing(config_->gradient_checkpointing);
   flops_ = model::count_flops(*model_);
 }
 
-void GrpoTrainer::retune(const TrainConfig& config) {
-  config_ = config;
-  optimizer_->set_base_lr(config.learning_rate);
+void GrpoTrainer::retune(const TrainConfig& config) { retune(std::make_shared<const TrainConfig>(config)); }
+
+void GrpoTrainer::retune(SharedConfig config) {
+  check(config != nullptr, "trainer", "no config");
+  config_ = std::move(config);
+  optimizer_->set_base_lr(config_->learning_rate);
 }
 
 std::map<std::string, double> GrpoTrainer::step(const std::vector<TrainSample>& samples) {
@@ -232,16 +238,16 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
           "sample needs a prompt and one behaviour log-prob per completion token");
     lengths.push_back(static_cast<int64_t>(s.prompt_ids.size() + s.completion_ids.size()));
   }
-  PackedBatches batches = config_.token_budget > 0 ? pack_token_budget(lengths, config_.token_budget)
-                                                   : pack_fixed_count(lengths, config_.per_device_train_batch_size);
+  PackedBatches batches = config_->token_budget > 0 ? pack_token_budget(lengths, config_->token_budget)
+                                                   : pack_fixed_count(lengths, config_->per_device_train_batch_size);
   std::map<std::string, double> metrics = batches.metrics;
-  auto mask_of = [&](const TrainSample& s) { return config_.mask_truncated_completions && s.truncated ? 0.0 : 1.0; };
+  auto mask_of = [&](const TrainSample& s) { return config_->mask_truncated_completions && s.truncated ? 0.0 : 1.0; };
 
   // dapo normalises by the active tokens of the whole accumulated batch.
   double items = 0;
   for (const auto& row : batches.rows)
     for (int64_t i : row) items += mask_of(samples[i]) * static_cast<double>(samples[i].completion_ids.size());
-  LossConfig lc = loss_config(config_, static_cast<int64_t>(batches.rows.size()));
+  LossConfig lc = loss_config(*config_, static_cast<int64_t>(batches.rows.size()));
 
   // Sub-row layout cost model (build_row): attention FLOPs per (query, key) pair relative to the
   // projections' FLOPs per token, doubled for the softmax/mask passes over every pair.
@@ -266,7 +272,7 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
     calls += static_cast<double>(r.block_ids.size());
     auto picked = row_hidden(*model_, r, dev).index_select(0, r.positions.to(dev));  // (N, C)
     torch::Tensor ent;
-    auto logp = chunked_token_logprobs(*model_, picked, r.targets.to(dev), config_.temperature, &ent);  // (N)
+    auto logp = chunked_token_logprobs(*model_, picked, r.targets.to(dev), config_->temperature, &ent);  // (N)
 
     // (B, Tc) layout for the loss.
     std::vector<int64_t> cols;
@@ -294,12 +300,12 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
     in.mask = to_rows(mask_t, r, row_index, col_index);
     in.advantages = torch::tensor(adv, torch::kFloat32).to(dev);
     in.num_items_in_batch = items;
-    if (config_.beta != 0.0) {
+    if (config_->beta != 0.0) {
       // The reference policy is the base model: the same weights with the adapter switched off.
       torch::NoGradGuard ng;
       model_->set_adapter_enabled(false);
       auto ref_hidden = row_hidden(*model_, r, dev).index_select(0, r.positions.to(dev));
-      auto ref = chunked_token_logprobs(*model_, ref_hidden, r.targets.to(dev), config_.temperature);
+      auto ref = chunked_token_logprobs(*model_, ref_hidden, r.targets.to(dev), config_->temperature);
       model_->set_adapter_enabled(true);
       in.ref_logp = to_rows(ref, r, row_index, col_index);
     }

@@ -44,6 +44,8 @@ enum class RowLayout { Auto, Separate, Padded };
 class GrpoTrainer {
 public:
   GrpoTrainer(model::CausalLM model, const TrainConfig& config);
+  // Shares the run's config object instead of copying it (the engine's retunes replace it).
+  GrpoTrainer(model::CausalLM model, SharedConfig config);
 
   // One optimizer step over every sample (gradient accumulation over its micro-batches).
   // Returns this step's metrics (TRL names: loss, grad_norm, learning_rate, ratio, kl,
@@ -56,14 +58,15 @@ public:
 
   // Live retune of the loss and optimizer settings that may change between steps.
   void retune(const TrainConfig& config);
-  const TrainConfig& config() const { return config_; }
+  void retune(SharedConfig config);
+  const TrainConfig& config() const { return *config_; }
   void set_row_layout(RowLayout layout) { row_layout_ = layout; }
   Optimizer& optimizer() { return *optimizer_; }
   model::CausalLM& model() { return model_; }
 
 private:
   model::CausalLM model_;
-  TrainConfig config_;
+  SharedConfig config_;  // never null
   std::unique_ptr<Optimizer> optimizer_;
   model::ModelFlops flops_;  // per token, for perf/train_flops
   RowLayout row_layout_ = RowLayout::Auto;

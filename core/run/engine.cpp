@@ -62,7 +62,7 @@ const char* to_string(EngineState s) {
 }
 
 Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions options)
-    : cfg_(std::move(cfg)), opts_(std::move(options)), dir_(run_dir), run_(prepare_run(cfg_, /*fresh_start=*/!opts_.resume)) {
+    : opts_(std::move(options)), dir_(run_dir), run_(prepare_run(std::move(cfg), /*fresh_start=*/!opts_.resume)) {
   // An event's "seq" numbers it within the run, across resumes: one past the largest in the file.
   for (const auto& e : dir_.read_events())
     if (e.contains("seq") && e["seq"].is_number_integer())
@@ -77,13 +77,12 @@ Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions 
   po.rewards_mutex = &rewards_mu_;
   po.event = [this](nlohmann::json e) { event(std::move(e)); };
   po.before_generate = opts_.before_generate;
-  pipeline_ = std::make_unique<RolloutPipeline>(cfg_, std::move(po));
-  retuned_cfg_ = cfg_;
-  write_resolved_config(dir_, cfg_, run_.policy);
+  pipeline_ = std::make_unique<RolloutPipeline>(run_.config, std::move(po));
+  write_resolved_config(dir_, config(), run_.policy);
   for (int i = 0; i < opts_.local_generators; ++i)
     add_source(std::make_unique<LocalGenerator>(run_.policy, "local-" + std::to_string(i), version_.load()));
-  if (!cfg_.worker_urls.empty() || cfg_.discovery) {  // remote workers: one source over the router
-    auto remote = remote_options_from_config(cfg_, run_dir);
+  if (!config().worker_urls.empty() || config().discovery) {  // remote workers: one source over the router
+    auto remote = remote_options_from_config(config(), run_dir);
     remote.on_event = [this](const nlohmann::json& e) { event(e); };
     add_source(std::make_unique<RemoteSource>(std::move(remote)));
   }
@@ -236,7 +235,7 @@ std::string Engine::retune(const nlohmann::json& changes) {
       return exists ? "key \"" + key + "\" cannot change on a live run" : "unknown key \"" + key + "\"";
     }
   std::lock_guard<std::mutex> lock(mu_);
-  grpo::TrainConfig probe = retuned_cfg_;
+  grpo::TrainConfig probe = *run_.config;  // the trainer thread replaces the pointer under mu_ only
   try {
     nlohmann::json merged = pending_retune_;
     merged.update(changes);
@@ -259,26 +258,28 @@ void Engine::apply_pending_retunes(int64_t step) {
     if (pending_retune_.empty()) return;
     changes = std::exchange(pending_retune_, nlohmann::json::object());
     nlohmann::json old_values = nlohmann::json::object();
-    const auto before = cfg_.to_json();
+    const auto before = run_.config->to_json();
     for (const auto& [k, v] : changes.items()) old_values[k] = before.at(k);
-    cfg_.apply(changes, "retune");
-    retuned_cfg_ = cfg_;
+    grpo::TrainConfig next = *run_.config;
+    next.apply(changes, "retune");
+    run_.config = std::make_shared<const grpo::TrainConfig>(std::move(next));
+    const grpo::TrainConfig& cfg = *run_.config;
     if (changes.contains("reward_weights")) {
       std::lock_guard<std::mutex> rlock(rewards_mu_);
-      run_.rewards.set_weights(cfg_.reward_weights);
+      run_.rewards.set_weights(cfg.reward_weights);
     }
-    run_.trainer->retune(cfg_);
-    pipeline_->set_config(cfg_);
+    run_.trainer->retune(run_.config);
+    pipeline_->set_config(run_.config);
     if (changes.contains("max_staleness"))
-      for (auto& s : sources_) s->on_max_staleness(cfg_.max_staleness);
+      for (auto& s : sources_) s->on_max_staleness(cfg.max_staleness);
     event({{"event", "retune"}, {"applied_at_step", step}, {"old", old_values}, {"new", changes}});
   }
 }
 
 double Engine::evaluate(int64_t limit) {
   if (run_.data.eval.empty()) return NAN;
-  const int64_t n = limit > 0 ? limit : cfg_.eval_size;
-  return eval_accuracy(run_.policy, run_.rewards, run_.data.eval, cfg_, std::max<int64_t>(0, n), &rewards_mu_);
+  const int64_t n = limit > 0 ? limit : config().eval_size;
+  return eval_accuracy(run_.policy, run_.rewards, run_.data.eval, config(), std::max<int64_t>(0, n), &rewards_mu_);
 }
 
 int64_t Engine::queued_groups() const { return pipeline_ ? static_cast<int64_t>(pipeline_->queued_groups()) : 0; }
@@ -287,8 +288,8 @@ void Engine::publish_version() {
   const int64_t v = version_.load() + 1;
   // base_model_name_or_path is the name the run was given (a repo id stays a repo id), as
   // transformers' config._name_or_path is the string passed to from_pretrained.
-  const std::string d = dir_.publish_adapter(v, [&](const std::string& tmp) { model::save_adapter(*run_.policy.model, tmp, cfg_.model_name_or_path); },
-                                             RunDirectory::keep_versions(cfg_.max_staleness));
+  const std::string d = dir_.publish_adapter(v, [&](const std::string& tmp) { model::save_adapter(*run_.policy.model, tmp, config().model_name_or_path); },
+                                             RunDirectory::keep_versions(config().max_staleness));
   version_ = v;
   for (auto& s : sources_) s->on_version_published(v, d);
 }
@@ -298,7 +299,7 @@ void Engine::save_checkpoint_now() {
   st.step = step_.load();
   st.policy_version = version_.load();
   std::tie(st.data_cursor, st.next_group_id) = pipeline_->cursor();
-  st.config = cfg_.to_json();
+  st.config = config().to_json();
   save_checkpoint(dir_, *run_.policy.model, run_.trainer->optimizer(), st);
 }
 
@@ -334,9 +335,9 @@ void Engine::start_pipeline() {
   check(!sources_.empty(), "engine", "no rollout sources", "use local_generators >= 1 or add workers");
   state_ = EngineState::Running;
   bool measured = false;  // before the generators start, so the measurement has the machine to itself
-  peak_flops_ = model::mfu_peak_flops(cfg_.mfu_peak_tflops, run_.policy.model->device(), run_.policy.model->dtype(), &measured);
+  peak_flops_ = model::mfu_peak_flops(config().mfu_peak_tflops, run_.policy.model->device(), run_.policy.model->dtype(), &measured);
   started_ = Clock::now();
-  event({{"event", "start"}, {"mode", "async"}, {"max_steps", cfg_.max_steps}, {"sources", sources_.size()},
+  event({{"event", "start"}, {"mode", "async"}, {"max_steps", config().max_steps}, {"sources", sources_.size()},
          {"policy_version", version_.load()}, {"mfu_peak_tflops", peak_flops_ / 1e12},
          {"mfu_peak", measured ? "measured" : "mfu_peak_tflops"}});
   pipeline_->start(sources_);
@@ -366,20 +367,20 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
   bool unpublished = false;
   std::string failure;
   try {
-    while (step_.load() < cfg_.max_steps && !stopping_.load()) {
+    while (step_.load() < config().max_steps && !stopping_.load()) {
       if (hold_if_paused()) advisor.restart_window();  // paused time is not step time
       if (stopping_.load()) break;
       const int64_t step = step_.load() + 1;
       apply_pending_retunes(step);
       std::map<std::string, double> m;
-      auto groups = pipeline_->collect(cfg_.prompts_per_step, version_.load(), cfg_.max_staleness, m);
-      if (static_cast<int64_t>(groups.size()) < cfg_.prompts_per_step) break;  // stopping
+      auto groups = pipeline_->collect(config().prompts_per_step, version_.load(), config().max_staleness, m);
+      if (static_cast<int64_t>(groups.size()) < config().prompts_per_step) break;  // stopping
       const StepReport report = train_step(step, groups, std::move(m), advisor, unpublished);
       logger.log(report);
       // The checkpoint comes after the step's metrics line: a kill -9 between the two then resumes
       // from the previous checkpoint, where the other order left that step missing from the
       // metrics (its checkpoint existed, its line did not).
-      if (cfg_.save_steps > 0 && step % cfg_.save_steps == 0)
+      if (config().save_steps > 0 && step % config().save_steps == 0)
         bucket_write("checkpoint step-" + std::to_string(step), [&] { save_checkpoint_now(); });
       if (on_step) on_step(report);
     }
@@ -400,7 +401,7 @@ StepReport Engine::train_step(int64_t step, const std::vector<std::shared_ptr<Pi
   for (const auto& [k, v] : assembled.metrics) m[k] = v;
   step_ = step;
   unpublished = true;
-  if (step % cfg_.weight_sync_steps == 0) {
+  if (step % config().weight_sync_steps == 0) {
     const auto t_sync = Clock::now();
     bucket_write("adapter policy-v" + std::to_string(version_.load() + 1), [&] { publish_version(); });
     unpublished = false;
@@ -410,8 +411,8 @@ StepReport Engine::train_step(int64_t step, const std::vector<std::shared_ptr<Pi
   m["epoch"] = static_cast<double>(pipeline_->epoch());
   const Verdict verdict = advisor.close_window(m, pipeline_->counters());
   add_mfu(m, peak_flops_);
-  StepReport report{step, cfg_.max_steps, seconds_since(started_), version_.load(), std::move(m), verdict.verdict, verdict.advice};
-  if (cfg_.eval_steps > 0 && !run_.data.eval.empty() && (step % cfg_.eval_steps == 0 || step == cfg_.max_steps)) {
+  StepReport report{step, config().max_steps, seconds_since(started_), version_.load(), std::move(m), verdict.verdict, verdict.advice};
+  if (config().eval_steps > 0 && !run_.data.eval.empty() && (step % config().eval_steps == 0 || step == config().max_steps)) {
     // Greedy eval on the trainer's own weights (the generators keep running meanwhile).
     const double acc = evaluate();
     if (!std::isnan(acc)) report.metrics["eval/accuracy"] = acc;
@@ -423,7 +424,7 @@ StepReport Engine::train_step(int64_t step, const std::vector<std::shared_ptr<Pi
 // After the loop: the threads stop, and the final adapter version, checkpoint and adapter/ copy
 // are written (a stop during these writes ends a bucket wait). Rethrows a failure of the loop.
 std::string Engine::finish_run(const std::string& failure, bool unpublished) {
-  const bool stopped_early = step_.load() < cfg_.max_steps;
+  const bool stopped_early = step_.load() < config().max_steps;
   stop();
   pipeline_->join();
   if (!failure.empty()) {
@@ -436,7 +437,7 @@ std::string Engine::finish_run(const std::string& failure, bool unpublished) {
   if (unpublished || version_.load() == 0)
     bucket_write("adapter policy-v" + std::to_string(version_.load() + 1), [&] { publish_version(); });
   bucket_write("the final checkpoint", [&] { save_checkpoint_now(); });
-  bucket_write("adapter/", [&] { model::save_adapter(*run_.policy.model, dir_.path("adapter"), cfg_.model_name_or_path); });
+  bucket_write("adapter/", [&] { model::save_adapter(*run_.policy.model, dir_.path("adapter"), config().model_name_or_path); });
   event({{"event", stopped_early ? "stop" : "finished"}, {"policy_version", version_.load()},
          {"dropped_stale_total", pipeline_->dropped_stale_total()}, {"adapter", dir_.path("adapter")}});
   state_ = EngineState::Finished;

@@ -75,7 +75,7 @@ public:
   nlohmann::json config_schema() const override;  // the TRL key table the retunes are checked on
   // Scored groups waiting for the trainer in the rollout queue (0 before run()). Any thread.
   int64_t queued_groups() const;
-  const grpo::TrainConfig& config() const { return cfg_; }  // trainer thread only
+  const grpo::TrainConfig& config() const { return *run_.config; }  // trainer thread only
   RunDirectory& run_directory() { return dir_; }
   // The events a full bucket holds back and the events file's size (RunControl::held_events).
   HeldEvents held_events() override;
@@ -97,10 +97,9 @@ private:
   void bucket_write(const std::string& what, const std::function<void()>& write);
   int64_t restore_from_checkpoint();  // returns the next group id to hand out
 
-  grpo::TrainConfig cfg_;              // the trainer's view (changed at step boundaries only)
   EngineOptions opts_;
   RunDirectory dir_;
-  RunSetup run_;                       // policy, trainer, examples, rewards (core/run/run_setup.h)
+  RunSetup run_;                       // config, policy, trainer, examples, rewards (core/run/run_setup.h)
   std::vector<std::unique_ptr<RolloutSource>> sources_;
   std::unique_ptr<RolloutPipeline> pipeline_;
   std::chrono::steady_clock::time_point started_;
@@ -110,7 +109,9 @@ private:
   mutable std::mutex mu_;
   std::mutex rewards_mu_;              // the RewardSet (scorer thread, eval, retuned weights)
   std::condition_variable control_cv_;
-  grpo::TrainConfig retuned_cfg_;      // cfg_ as of the last applied retune (new retunes are checked on it)
+  // A retune accepted but not yet applied: the changes, checked against run_.config. The run's
+  // config is run_.config alone (RunSetup): the trainer thread replaces that pointer, under mu_, at
+  // a step boundary, and hands it to the trainer and the pipeline; nothing else holds a copy.
   nlohmann::json pending_retune_ = nlohmann::json::object();
   bool paused_ = false;
 

@@ -10,16 +10,16 @@
 
 namespace grpo::run {
 
-RolloutPipeline::RolloutPipeline(const grpo::TrainConfig& cfg, PipelineOptions options)
+RolloutPipeline::RolloutPipeline(grpo::SharedConfig cfg, PipelineOptions options)
     : opts_(std::move(options)),
-      G_(cfg.num_generations),
-      seed_(cfg.seed),
-      max_prompt_length_(cfg.max_prompt_length),
-      prompts_per_step_(cfg.prompts_per_step),
+      G_(cfg->num_generations),
+      seed_(cfg->seed),
+      max_prompt_length_(cfg->max_prompt_length),
+      prompts_per_step_(cfg->prompts_per_step),
       cfg_(cfg),
       next_group_id_(opts_.next_group_id),
-      score_queue_(static_cast<size_t>(std::max<int64_t>(2, cfg.prompts_per_step))),
-      rollout_queue_(static_cast<size_t>(std::max<int64_t>(1, (cfg.queue_maxsize + G_ - 1) / G_))) {}
+      score_queue_(static_cast<size_t>(std::max<int64_t>(2, cfg->prompts_per_step))),
+      rollout_queue_(static_cast<size_t>(std::max<int64_t>(1, (cfg->queue_maxsize + G_ - 1) / G_))) {}
 
 RolloutPipeline::~RolloutPipeline() {
   stop();
@@ -38,9 +38,9 @@ void RolloutPipeline::set_paused(bool paused) {
   cv_.notify_all();
 }
 
-void RolloutPipeline::set_config(const grpo::TrainConfig& cfg) {
+void RolloutPipeline::set_config(grpo::SharedConfig cfg) {
   std::lock_guard<std::mutex> lock(mu_);
-  cfg_ = cfg;
+  cfg_ = std::move(cfg);
   cv_.notify_all();  // max_inflight_tasks may have grown
 }
 
@@ -94,7 +94,7 @@ void RolloutPipeline::drain_window(std::map<std::string, double>& m) {
 }
 
 int64_t RolloutPipeline::inflight_limit_locked() const {
-  return std::max<int64_t>(G_, cfg_.resolved_max_inflight_tasks());
+  return std::max<int64_t>(G_, cfg_->resolved_max_inflight_tasks());
 }
 
 std::shared_ptr<PipelineGroup> RolloutPipeline::new_group_locked() {
@@ -115,11 +115,11 @@ void RolloutPipeline::producer_loop(RolloutSource* source) {
     {
       std::unique_lock<std::mutex> lock(mu_);
       const int64_t limit = inflight_limit_locked();
-      const int64_t k = std::max<int64_t>(1, std::min<int64_t>(cfg_.prompts_per_step, limit / G_));
+      const int64_t k = std::max<int64_t>(1, std::min<int64_t>(cfg_->prompts_per_step, limit / G_));
       cv_.wait(lock, [&] { return stopping_.load() || (!paused_ && inflight_samples_ + k * G_ <= inflight_limit_locked()); });
       if (stopping_.load()) break;
       inflight_samples_ += k * G_;
-      params = opts_.policy->sampling_params(cfg_, 0);
+      params = opts_.policy->sampling_params(*cfg_, 0);
       for (int64_t i = 0; i < k; ++i) groups.push_back(new_group_locked());
     }
     std::vector<RolloutRequest> requests;
@@ -184,7 +184,7 @@ void RolloutPipeline::stream_loop(RolloutSource* source) {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_.load() || paused_ || inflight_samples_ + G_ > inflight_limit_locked()) return std::nullopt;
       inflight_samples_ += G_;
-      *params = opts_.policy->sampling_params(cfg_, 0);
+      *params = opts_.policy->sampling_params(*cfg_, 0);
       g = new_group_locked();
     }
     ++fed;
@@ -239,7 +239,7 @@ void RolloutPipeline::scorer_loop() {
     grpo::ScaleRewards scale;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      scale = grpo::parse_scale_rewards(cfg_.scale_rewards, "scale_rewards");
+      scale = grpo::parse_scale_rewards(cfg_->scale_rewards, "scale_rewards");
     }
     // Each group is scored alone, as AsyncGRPO's rollout worker does ("batch" scaling uses the group).
     score_groups(*opts_.policy, *opts_.rewards, scale, {g.get()}, opts_.rewards_mutex);

@@ -55,14 +55,15 @@ struct PipelineOptions {
 
 class RolloutPipeline {
 public:
-  RolloutPipeline(const grpo::TrainConfig& cfg, PipelineOptions options);
+  // Shares the run's config object (core/grpo/config.h, SharedConfig).
+  RolloutPipeline(grpo::SharedConfig cfg, PipelineOptions options);
   ~RolloutPipeline();  // stops and joins
 
   // Starts the scorer and a producer per source; `sources` must outlive the pipeline.
   void start(const std::vector<std::unique_ptr<RolloutSource>>& sources);
   void set_paused(bool paused);
   // The sampling settings producers and the scorer read (a retune changed them).
-  void set_config(const grpo::TrainConfig& cfg);
+  void set_config(grpo::SharedConfig cfg);
   void stop();
   void join();
 
@@ -97,7 +98,7 @@ private:
   const int64_t prompts_per_step_;
   mutable std::mutex mu_;
   std::condition_variable cv_;  // inflight room, pause and stop
-  grpo::TrainConfig cfg_;       // sampling settings (guarded by mu_)
+  grpo::SharedConfig cfg_;      // the run's config: sampling settings (the pointer guarded by mu_)
   bool paused_ = false;
   std::atomic<bool> stopping_{false};
   int64_t inflight_samples_ = 0;

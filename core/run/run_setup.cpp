@@ -12,17 +12,19 @@
 
 namespace grpo::run {
 
-RunSetup prepare_run(grpo::TrainConfig& cfg, bool fresh_start) {
+RunSetup prepare_run(grpo::TrainConfig cfg, bool fresh_start) {
   RunSetup s;
   s.policy = load_policy(cfg);
   check_fits_context(s.policy, cfg, "config");
   if (fresh_start) seed_from_init_adapter(s.policy, cfg);  // before the trainer holds the adapter
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
-  s.trainer = std::make_unique<grpo::GrpoTrainer>(s.policy.model, cfg);
-  s.data = load_examples(cfg);
+  s.config = std::make_shared<const grpo::TrainConfig>(std::move(cfg));
+  const grpo::TrainConfig& c = *s.config;
+  s.trainer = std::make_unique<grpo::GrpoTrainer>(s.policy.model, s.config);
+  s.data = load_examples(c);
   check(!s.data.train.empty(), "dataset", "no training examples");
-  s.stream = std::make_unique<rollout::DatasetStream>(s.data.train, static_cast<uint64_t>(cfg.seed));
-  s.rewards = rollout::RewardSet::from_json(cfg.reward_funcs, cfg.reward_weights);
+  s.stream = std::make_unique<rollout::DatasetStream>(s.data.train, static_cast<uint64_t>(c.seed));
+  s.rewards = rollout::RewardSet::from_json(c.reward_funcs, c.reward_weights);
   return s;
 }
 

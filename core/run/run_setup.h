@@ -21,6 +21,7 @@
 namespace grpo::run {
 
 struct RunSetup {
+  grpo::SharedConfig config;                      // the run's one config (retunes replace the pointer)
   Policy policy;                                  // base model, tokenizer, the LoRA adapter trained
   std::unique_ptr<grpo::GrpoTrainer> trainer;     // holds the policy's model and the optimizer
   rollout::DatasetSplit data;                     // train and eval examples
@@ -30,10 +31,11 @@ struct RunSetup {
 
 // Builds a run's parts in this order: the policy (load_policy), the context check
 // (check_fits_context), the init adapter on a fresh start (seed_from_init_adapter: it may change
-// cfg's LoRA shape to the adapter's, which is why cfg is not const), torch's seed, the trainer,
+// cfg's LoRA shape to the adapter's), torch's seed, the trainer,
 // the examples (load_examples; none is an error), their stream, the rewards. A resumed run passes
-// fresh_start = false: its adapter comes from the checkpoint instead.
-RunSetup prepare_run(grpo::TrainConfig& cfg, bool fresh_start);
+// fresh_start = false: its adapter comes from the checkpoint instead. The config, as the init
+// adapter left it, becomes RunSetup::config, the object the trainer shares.
+RunSetup prepare_run(grpo::TrainConfig cfg, bool fresh_start);
 
 // The run folder's config.json: cfg as trained, its output_dir, and the Hub snapshots it read
 // (model_revision from the policy's snapshot, dataset_revision from the dataset's), so that the

@@ -15,6 +15,7 @@
 #include "core/common/files.h"
 #include "core/common/log.h"
 #include "core/common/strings.h"
+#include "core/grpo/choices.h"
 #include "core/grpo/config.h"
 #include "core/grpo/optimizer.h"
 #include "core/grpo/packing.h"
@@ -189,10 +190,12 @@ double sft_eval_accuracy(Policy& p, const std::vector<rollout::Example>& eval) {
 }
 
 torch::Dtype parse_dtype(const std::string& name, const std::string& ctx) {
-  if (name == "float32") return torch::kFloat32;
-  if (name == "bfloat16") return torch::kBFloat16;
-  if (name == "float16") return torch::kFloat16;
-  throw Error(ctx, "unsupported dtype \"" + name + "\"", "use float32, bfloat16 or float16");
+  switch (grpo::kSaveDtypes.parse(name, ctx)) {
+    case grpo::SaveDtype::BFloat16: return torch::kBFloat16;
+    case grpo::SaveDtype::Float16: return torch::kFloat16;
+    case grpo::SaveDtype::Float32: break;
+  }
+  return torch::kFloat32;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {

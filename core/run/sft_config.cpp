@@ -5,6 +5,7 @@
 #include "core/common/error.h"
 #include "core/common/strings.h"
 #include "core/grpo/config.h"
+#include "core/grpo/choices.h"
 #include "core/grpo/config_table.h"
 #include "core/grpo/shared_ranges.h"
 
@@ -24,8 +25,8 @@ const ConfigTable<SftConfig>& table() {
         {"task_difficulty", &S::task_difficulty, closed(1, 5), "Built-in arithmetic: 1 = one digit +-, ... 5 = up to four digits, three terms."},
         {"eval_size", &S::eval_size, shared_range::eval_size(), "Built-in arithmetic: held-out problems (the split `grpo train` uses)."},
         {"output_dir", &S::output_dir, {}, "Where the checkpoint or adapter is written."},
-        {"save_format", &S::save_format, one_of({"auto", "checkpoint", "adapter"}), "auto: a LoRA run saves an adapter, a full fine-tune a checkpoint."},
-        {"save_dtype", &S::save_dtype, one_of({"float32", "bfloat16", "float16"}), "Stored dtype of a saved checkpoint."},
+        {"save_format", &S::save_format, one_of(grpo::kSaveFormats.names()), "auto: a LoRA run saves an adapter, a full fine-tune a checkpoint."},
+        {"save_dtype", &S::save_dtype, one_of(grpo::kSaveDtypes.names()), "Stored dtype of a saved checkpoint."},
         {"seed", &S::seed, at_least(0), "Seed of data order and LoRA initialisation."}}},
       {"what is trained",
        {{"use_lora", &S::use_lora, {}, "Train a LoRA adapter (false: full fine-tuning of every base weight)."},
@@ -37,7 +38,7 @@ const ConfigTable<SftConfig>& table() {
         {"use_rslora", &S::use_rslora, {}, "Rank-stabilised LoRA scaling (lora_alpha / sqrt(r))."}}},
       {"optimisation",
        {{"learning_rate", &S::learning_rate, shared_range::learning_rate(), "Initial learning rate of AdamW."},
-        {"lr_scheduler_type", &S::lr_scheduler_type, one_of({"constant", "linear", "cosine"}), "Learning-rate schedule after warmup."},
+        {"lr_scheduler_type", &S::lr_scheduler_type, shared_range::lr_scheduler_type(), "Learning-rate schedule after warmup."},
         {"warmup_ratio", &S::warmup_ratio, shared_range::warmup_ratio(), "Fraction of the steps spent warming the learning rate up from 0."},
         {"max_steps", &S::max_steps, at_least(-1), "Optimizer steps (<= 0: num_train_epochs passes over the data)."},
         {"num_train_epochs", &S::num_train_epochs, shared_range::num_train_epochs(), "Passes over the data when max_steps <= 0."},

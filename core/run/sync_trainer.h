@@ -35,9 +35,10 @@ public:
 private:
   StepReport one_step(int64_t step);
 
-  grpo::TrainConfig cfg_;
+  const grpo::TrainConfig& cfg() const { return *run_.config; }
+
   RunDirectory dir_;
-  RunSetup run_;
+  RunSetup run_;  // the run's one config is run_.config
   std::unique_ptr<rollout::Sampler> sampler_;
   int64_t version_ = 0;
 };

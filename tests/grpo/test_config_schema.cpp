@@ -10,7 +10,11 @@
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/grpo/config.h"
+#include "core/grpo/advantages.h"
 #include "core/grpo/config_schema.h"
+#include "core/grpo/config_schema_json.h"
+#include "core/grpo/loss.h"
+#include "core/grpo/optimizer.h"
 #include "core/grpo/trl_keys.h"
 #include "tests/common/error_of.h"
 
@@ -129,6 +133,38 @@ private Q_SLOTS:
     QVERIFY2(contains(help, "  learning_rate (number, (0, 1]; default 1e-05) [retunable]\n"), help.c_str());
     QVERIFY(contains(help, "  r (integer, [1, 1024]; default 8) (also read as: lora_r)\n"));
     for (const auto& k : grpo::grpo::train_config_schema()) QVERIFY2(contains(help, "  " + k.name + " ("), k.name.c_str());
+  }
+
+  // A closed set of values is listed once (core/grpo/choices.h): the key's row allows exactly the
+  // names the code that acts on the value parses, and every allowed name reaches that code.
+  void choicesAreListedOnce() {
+    const auto& schema = grpo::grpo::train_config_schema();
+    auto choices_of = [&](const char* key) { return grpo::grpo::find_config_key(schema, key)->range.choices; };
+    const std::vector<std::string> losses = choices_of("loss_type");
+    QCOMPARE(losses, (std::vector<std::string>{"grpo", "bnpo", "dr_grpo", "dapo"}));  // TRL's four
+    for (const auto& name : losses) QCOMPARE(std::string(grpo::grpo::to_string(grpo::grpo::parse_loss_type(name, "t"))), name);
+    QVERIFY(error_of([] { grpo::grpo::parse_loss_type("ppo", "cfg.yaml"); }).find("cfg.yaml: loss_type 'ppo' is not one of grpo, bnpo, dr_grpo, dapo") != std::string::npos);
+    for (const auto& name : choices_of("scale_rewards"))
+      QCOMPARE(std::string(grpo::grpo::to_string(grpo::grpo::parse_scale_rewards(name, "t"))), name);
+    // TRL's boolean spellings are read, never offered or written.
+    QVERIFY(grpo::grpo::parse_scale_rewards("true", "t") == grpo::grpo::ScaleRewards::Group);
+    QVERIFY(grpo::grpo::parse_scale_rewards("false", "t") == grpo::grpo::ScaleRewards::None);
+    QCOMPARE(choices_of("scale_rewards"), (std::vector<std::string>{"group", "batch", "none"}));
+    for (const auto& name : choices_of("lr_scheduler_type")) {
+      const double mid = grpo::grpo::scheduled_lr(1.0, name, 50, 100, 0.0);
+      QVERIFY2(mid > 0 && mid <= 1.0, name.c_str());
+    }
+    QVERIFY(error_of([] { grpo::grpo::scheduled_lr(1.0, "step", 1, 10, 0.0); }).find("one of constant, linear, cosine") != std::string::npos);
+    // The same sets reach the browser: the served schema carries the choices, the form flag and
+    // whether null is a value.
+    const json served = grpo::grpo::config_schema_json(schema);
+    bool saw_loss = false, saw_eps_high = false;
+    for (const auto& k : served) {
+      if (k["name"] == "loss_type") saw_loss = k["range"]["choices"] == json(losses) && k["form"] == true;
+      if (k["name"] == "epsilon_high") saw_eps_high = k["nullable"] == true;
+      QVERIFY(k.contains("form") && k.contains("nullable"));
+    }
+    QVERIFY(saw_loss && saw_eps_high);
   }
 
   // Every preset the app lists validates against the table: a whole setup (the demo) as it is,

@@ -79,6 +79,21 @@ private Q_SLOTS:
     }
   }
 
+  // A running loop's trainer shares the loop's one config object (config.h, SharedConfig): no copy
+  // that a retune could leave behind.
+  void trainerSharesTheRunsConfig() {
+    auto cfg = std::make_shared<const algo::TrainConfig>();
+    algo::GrpoTrainer trainer(tiny_lora_model(), cfg);
+    QVERIFY(&trainer.config() == cfg.get());
+    algo::TrainConfig next = *cfg;
+    next.learning_rate = 0.02;
+    auto retuned = std::make_shared<const algo::TrainConfig>(next);
+    trainer.retune(retuned);
+    QVERIFY(&trainer.config() == retuned.get());
+    QCOMPARE(trainer.optimizer().config().learning_rate, 0.02);
+    QCOMPARE(cfg.use_count(), 1L);  // the old one is let go
+  }
+
   void packingDoesNotChangeTheLoss() {
     auto m = tiny_lora_model();
     auto samples = make_samples(m);

@@ -4,7 +4,9 @@
 // dialog edits exactly the retunable keys, each with its range and doc. Offscreen widgets.
 #include "tests/common/test_paths.h"
 #include <QApplication>
+#include <QAbstractItemModel>
 #include <QComboBox>
+#include <QCompleter>
 #include <QDir>
 #include <QFile>
 #include <QGroupBox>
@@ -90,9 +92,24 @@ private Q_SLOTS:
 
   void fieldsFollowTheTable() {
     SetupPage page;
+    int fields = 0;
     for (const auto& k : grpo::grpo::train_config_schema()) {
       QLineEdit* edit = page.field(k.name);
-      if (!edit) continue;  // keys with their own widgets (model, data, rewards, run directory)
+      // A field exactly for the rows marked on_form; the others (model, data, rewards, run
+      // directory, workers) have their own widgets or are set in a config file.
+      QCOMPARE(edit != nullptr, k.on_form);
+      if (!edit) continue;
+      ++fields;
+      // A closed set of values is offered as the user types, from the row's choices.
+      QCOMPARE(edit->completer() != nullptr, !k.range.choices.empty());
+      if (edit->completer()) {
+        QStringList offered;
+        for (int i = 0; i < edit->completer()->model()->rowCount(); ++i)
+          offered << edit->completer()->model()->index(i, 0).data().toString();
+        QStringList choices;
+        for (const auto& c : k.range.choices) choices << QString::fromStdString(c);
+        QCOMPARE(offered, choices);
+      }
       QVERIFY2(edit->toolTip().contains(QString::fromStdString(k.doc).toHtmlEscaped()), k.name.c_str());
       if (!k.range_text().empty()) {
         QVERIFY2(edit->toolTip().contains(QString::fromStdString(k.range_text()).toHtmlEscaped()), k.name.c_str());
@@ -101,6 +118,8 @@ private Q_SLOTS:
       auto* box = page.findChild<QGroupBox*>(QString::fromStdString("group:" + k.group));
       QVERIFY2(box && box->isAncestorOf(edit), k.name.c_str());
     }
+    QCOMPARE(fields, 34);  // the form as the team chose it (config.cpp, kForm)
+    QVERIFY(page.field("loss_type")->completer() && page.field("epsilon_high"));
     QVERIFY(page.field("temperature")->toolTip().contains("Can be retuned"));
     QVERIFY(!page.field("r")->toolTip().contains("Can be retuned"));
   }

@@ -1,0 +1,85 @@
+// The closed sets of values a config key may take (loss_type, scale_rewards, lr_scheduler_type,
+// SFT's save_format and save_dtype), each listed once as an enumeration and its names. The key
+// table's row takes its allowed values from here (one_of(kLossTypes.names())), and the code that
+// acts on a value parses it with the same table, so a choice is never listed twice
+// (docs/ARCHITECTURE.md, "The config"). No torch, no Qt.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/common/error.h"
+
+namespace grpo::grpo {
+
+template <class E>
+struct ChoiceName {
+  E value;
+  std::string_view name;
+  bool alias = false;  // read as `value`, never written or offered (TRL's true/false for scale_rewards)
+};
+
+template <class E, size_t N>
+struct Choices {
+  std::string_view key;  // the config key, for errors
+  std::array<ChoiceName<E>, N> entries;
+
+  // The names a config may hold, in order, aliases left out: what the key's row allows.
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& e : entries)
+      if (!e.alias) out.emplace_back(e.name);
+    return out;
+  }
+  std::optional<E> find(std::string_view s) const {
+    for (const auto& e : entries)
+      if (e.name == s) return e.value;
+    return std::nullopt;
+  }
+  // The value named `s`; else throws naming `context`, the key, the value and the allowed names.
+  E parse(const std::string& s, const std::string& context) const {
+    if (auto v = find(s)) return *v;
+    std::string allowed;
+    for (const auto& n : names()) allowed += (allowed.empty() ? "" : ", ") + n;
+    throw Error(context, std::string(key) + " '" + s + "' is not one of " + allowed);
+  }
+  const char* name(E v) const {
+    for (const auto& e : entries)
+      if (e.value == v && !e.alias) return e.name.data();
+    return "?";
+  }
+};
+
+// GRPO's token-loss normalisation (docs/formulas.md, "Loss aggregation").
+enum class LossType { GRPO, BNPO, DrGRPO, DAPO };
+inline constexpr Choices<LossType, 4> kLossTypes{
+    "loss_type",
+    {{{LossType::GRPO, "grpo"}, {LossType::BNPO, "bnpo"}, {LossType::DrGRPO, "dr_grpo"}, {LossType::DAPO, "dapo"}}}};
+
+// What advantages are divided by (docs/formulas.md, "Group advantages").
+enum class ScaleRewards { Group, Batch, None };
+inline constexpr Choices<ScaleRewards, 5> kScaleRewards{"scale_rewards",
+                                                       {{{ScaleRewards::Group, "group"},
+                                                         {ScaleRewards::Batch, "batch"},
+                                                         {ScaleRewards::None, "none"},
+                                                         {ScaleRewards::Group, "true", true},
+                                                         {ScaleRewards::None, "false", true}}}};
+
+// The learning rate after warmup (core/grpo/optimizer.h).
+enum class LrSchedule { Constant, Linear, Cosine };
+inline constexpr Choices<LrSchedule, 3> kLrSchedules{
+    "lr_scheduler_type", {{{LrSchedule::Constant, "constant"}, {LrSchedule::Linear, "linear"}, {LrSchedule::Cosine, "cosine"}}}};
+
+// SFT: what a run saves, and in which dtype a saved checkpoint is stored.
+enum class SaveFormat { Auto, Checkpoint, Adapter };
+inline constexpr Choices<SaveFormat, 3> kSaveFormats{
+    "save_format", {{{SaveFormat::Auto, "auto"}, {SaveFormat::Checkpoint, "checkpoint"}, {SaveFormat::Adapter, "adapter"}}}};
+enum class SaveDtype { Float32, BFloat16, Float16 };
+inline constexpr Choices<SaveDtype, 3> kSaveDtypes{
+    "save_dtype", {{{SaveDtype::Float32, "float32"}, {SaveDtype::BFloat16, "bfloat16"}, {SaveDtype::Float16, "float16"}}}};
+
+}  // namespace grpo::grpo
