@@ -12,6 +12,8 @@
 #  6. core/records includes no header of a library above it, nor Qt or torch; core/serve includes no
 #     training header (core/run, worker, model, grpo, rollout, text) nor torch: they read and serve
 #     runs without the trainer (the link walls in CMakeLists.txt check the libraries they link).
+#  7. no list of event kinds outside the event catalogue (core/records/catalogue.cpp): two control
+#     kinds ("pause" and "resume") named on one line elsewhere means a second list of what is marked.
 # Exits non-zero naming every violation. Run from anywhere: scripts/check_layers.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +62,15 @@ lists=$(while IFS= read -r t; do
 if [ -n "$lists" ]; then
   echo "chart titles spelled outside the chart catalogue core/records/charts.cpp (draw from chart_catalogue() or GET /grpo/dashboard/charts):"
   echo "$lists"
+  status=1
+fi
+kind_lists=$(grep -rnE "[\"']pause[\"'].*[\"']resume[\"']|[\"']resume[\"'].*[\"']pause[\"']" ui web app core \
+              --include='*.cpp' --include='*.h' --include='*.js' --include='*.html' |
+            grep -v '^core/records/catalogue\.cpp:' | grep -v '^[^:]*:[0-9]*:[[:space:]]*//')
+if [ -n "$kind_lists" ]; then
+  echo "event kinds listed outside the event catalogue core/records/catalogue.cpp (use run::event_is_marker,"
+  echo "event_severity, event_label, or GET /grpo/dashboard/event-kinds):"
+  echo "$kind_lists"
   status=1
 fi
 worker_headers='adapter_store\|completion_api\|worker_batcher\|worker_server'

@@ -62,6 +62,7 @@ DashboardPage::DashboardPage(QWidget* parent) : QWidget(parent) {
     for (const auto& l : spec.lines) lines.push_back(line_spec(l));
     auto* c = new MetricChart(QCoreApplication::translate("charts", spec.title.c_str()), std::move(lines));
     c->setObjectName(QString::fromStdString("chart:" + spec.id));
+    c->setToolTip(QString::fromStdString(run::chart_help(spec)));  // the browser's hover text too
     charts_.push_back(c);
     chart_ids_.push_back(spec.id);
     grid->addWidget(c, i / 4, i % 4);
@@ -136,12 +137,13 @@ void DashboardPage::addEvents(const QVector<::grpo::run::EngineEvent>& events) {
   for (const auto& e : events) {
     add_event_marker(store_, e.data);
     const QString advice = event_advice(e.data);
-    const QString severity = QString::fromStdString(e.data.value("severity", std::string()));
+    const std::string severity = run::event_severity(e.data);  // the catalogue's rule (catalogue.h)
     auto* item = new QListWidgetItem(tr("step %1 · %2%3").arg(e.step).arg(describe_event(e.data),
                                                                        advice.isEmpty() ? QString() : " — " + advice));
     item->setData(Qt::UserRole, QString::fromStdString(e.kind));
     item->setToolTip(QString::fromStdString(e.data.dump(1)));
-    if (!advice.isEmpty()) {
+    item->setData(Qt::UserRole + 1, QString::fromStdString(severity));
+    if (severity == "warning" || severity == "error") {
       item->setForeground(severity == "warning" ? QColor(0xc0, 0x80, 0x00) : QColor(0xc6, 0x28, 0x28));
       item->setIcon(style()->standardIcon(severity == "warning" ? QStyle::SP_MessageBoxWarning : QStyle::SP_MessageBoxCritical));
     }

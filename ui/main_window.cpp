@@ -42,6 +42,7 @@
 #include "ui/setup_page.h"
 #include "ui/workers_page.h"
 
+#include "core/api/charts.h"
 #include "core/api/cluster.h"
 #include "core/api/run_folder.h"
 #include "core/api/util.h"
@@ -387,7 +388,7 @@ void MainWindow::onEvents(const QVector<::grpo::run::EngineEvent>& events) {
       for (const auto& [k, v] : e.data["new"].items()) liveConfig_[k] = v;
     if (is_fault(e.data))  // the shared fault convention: what happened, and what to do about it
       statusBar()->showMessage(describe_event(e.data) + " — " + event_advice(e.data), 20000);
-    else if (e.kind == "pause" || e.kind == "resume" || e.kind == "retune" || e.kind == "error" || e.kind == "warning")
+    else if (::grpo::run::event_is_marker(e.data) || ::grpo::run::event_severity(e.data) != "info")  // the catalogue's
       statusBar()->showMessage(describe_event(e.data), 8000);
   }
   updateActions();

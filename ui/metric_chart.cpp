@@ -268,7 +268,8 @@ void MetricChart::redraw(const MetricStore& store, bool force) {
     }
     QLineSeries* s = markers_[used++];
     s->setPen(QPen(markerColor(m.kind, m.severity), 1.2, Qt::DashLine));
-    s->setProperty("marker_text", m.kind + " @ step " + QString::number(m.step) + (m.text.isEmpty() ? "" : ": " + m.text));
+    s->setProperty("marker_text", (m.label.isEmpty() ? m.kind : m.label) + " @ step " + QString::number(m.step) +
+                                      (m.text.isEmpty() ? "" : ": " + m.text));
     s->replace(QVector<QPointF>{QPointF(m.step, lo), QPointF(m.step, hi)});
     s->setVisible(true);
   }

@@ -20,7 +20,8 @@ struct Marker {
   double step = 0;
   QString kind;   // pause, resume, retune, stop, error, a fault's kind, <fault>_cleared, ...
   QString text;   // a one-line description (a retune's old -> new values)
-  QString severity = {};  // a fault's "warning" | "error"; "cleared" for its end; "" for control events
+  QString severity = {};  // run::event_severity: "info", "warning", "error", or "cleared" for a fault's end
+  QString label = {};     // run::event_label: what the marker reads ("retuned"); "" = the kind
 };
 
 class MetricStore {

@@ -49,14 +49,13 @@ QString event_advice(const nlohmann::json& e) {
 bool is_fault(const nlohmann::json& e) { return !event_advice(e).isEmpty(); }
 
 bool add_event_marker(MetricStore& store, const nlohmann::json& e) {
-  const std::string kind = e.value("event", "");
-  const bool control = kind == "pause" || kind == "resume" || kind == "retune" || kind == "stop" || kind == "error";
-  const bool cleared = kind.size() > 8 && kind.compare(kind.size() - 8, 8, "_cleared") == 0;
-  if (!control && !is_fault(e) && !cleared) return false;
+  if (!run::event_is_marker(e)) return false;  // the catalogue's rule, the browser's too (catalogue.h)
   Marker m;
-  m.kind = QString::fromStdString(kind);
-  m.severity = cleared ? QStringLiteral("cleared") : QString::fromStdString(e.value("severity", std::string()));
-  m.step = static_cast<double>(e.contains("step") && e["step"].is_number() ? e["step"].get<double>() : 0.0);
+  m.kind = QString::fromStdString(e.value("event", ""));
+  m.severity = QString::fromStdString(run::event_severity(e));
+  m.label = QString::fromStdString(run::event_label(e));
+  m.step = run::event_marker_step(e);
+  if (!std::isfinite(m.step)) m.step = 0;
   QString d = describe_event(e);
   const int colon = d.indexOf(": ");
   m.text = colon >= 0 ? d.mid(colon + 2) : QString();

@@ -15,8 +15,8 @@ namespace grpo::ui {
 
 // Adds one step's metrics (plus derived ones) to `store`.
 void add_step(MetricStore& store, const run::StepReport& report);
-// Adds a chart marker for control events (pause, resume, retune, stop, error), faults (events
-// carrying "advice": the shared fault convention) and their "<kind>_cleared" ends; others are
+// Adds a chart marker for the events the catalogue marks (run::event_is_marker: pause, resume,
+// retune, stop, error, faults carrying "advice" and their "<kind>_cleared" ends); others are
 // ignored. Returns whether a marker was added.
 bool add_event_marker(MetricStore& store, const nlohmann::json& event);
 // A fault's "advice" (one sentence: what the user can do), or "" when the event carries none.

@@ -22,7 +22,7 @@
   const escapeRe = (t) => t.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
   function chartsFrom(catalogue) {
     return catalogue.map((c) => {
-      const spec = { id: c.id, title: c.title, unit: c.unit, series: [] };
+      const spec = { id: c.id, title: c.title, unit: c.unit, help: c.help || '', series: [] };
       for (const l of c.lines) {
         if (l.suffix) { spec.pattern = new RegExp('^' + escapeRe(l.key) + '(.+)' + escapeRe(l.suffix) + '$'); continue; }
         const colorIndex = spec.series.length;
@@ -37,9 +37,37 @@
   }
   async function loadCharts() {
     CHARTS = chartsFrom(await api('/grpo/dashboard/charts'));
+    await loadEventKinds();
     for (const spec of CHARTS) makeChart(spec);
   }
-  const MARKER_KINDS = new Set(['pause', 'resume', 'retune', 'stop']);
+  // Event kinds come from the run's endpoint too (GET /grpo/dashboard/event-kinds, core/records/
+  // catalogue.h): their labels, default severities, which are marked on the charts and at which
+  // step. isMarker and severityOf follow the rule the desktop applies (run::event_is_marker,
+  // run::event_severity).
+  let EVENT_KINDS = { kinds: [], fault_field: 'advice', cleared_suffix: '_cleared' };
+  let kindOf = new Map();
+  async function loadEventKinds() {
+    EVENT_KINDS = await api('/grpo/dashboard/event-kinds');
+    kindOf = new Map(EVENT_KINDS.kinds.map((k) => [k.kind, k]));
+  }
+  const isCleared = (kind) => kind.length > EVENT_KINDS.cleared_suffix.length && kind.endsWith(EVENT_KINDS.cleared_suffix);
+  function isMarker(e) {
+    if (typeof e.event !== 'string' || !e.event) return false;
+    if (kindOf.get(e.event)?.marker) return true;
+    const fault = e[EVENT_KINDS.fault_field];
+    return (typeof fault === 'string' && fault !== '') || isCleared(e.event);
+  }
+  function severityOf(e) {
+    const kind = typeof e.event === 'string' ? e.event : '';
+    if (isCleared(kind)) return 'cleared';
+    if (typeof e.severity === 'string' && e.severity) return e.severity;
+    return kindOf.get(kind)?.severity || 'info';
+  }
+  function markerStep(e) {
+    const field = kindOf.get(e.event)?.step_field || 'step';
+    return typeof e[field] === 'number' ? e[field] : typeof e.step === 'number' ? e.step : null;
+  }
+  const labelOf = (e) => (typeof e.event === 'string' && e.event ? kindOf.get(e.event)?.label || e.event : '?');
 
   const $ = (sel, root = document) => root.querySelector(sel);
   // Elements are built with textContent only: nothing the run wrote is ever parsed as HTML.
@@ -230,7 +258,7 @@
   function makeChart(spec) {
     const plot = el('div', { className: 'plot' });
     const fig = el('figure', { className: 'chart', dataset: { chart: spec.id } },
-      el('figcaption', { text: spec.title }), plot, el('div', { className: 'empty', text: 'no data yet' }));
+      el('figcaption', { text: spec.title, title: spec.help }), plot, el('div', { className: 'empty', text: 'no data yet' }));
     $('#charts').append(fig);
     const c = { spec, fig, plot, u: null, seriesKey: '', visible: true };
     charts.push(c);
@@ -286,7 +314,7 @@
     let shown = 0;
     for (const m of markers) {
       if (m.step < u.scales.x.min || m.step > u.scales.x.max) continue;
-      const mk = el('div', { className: 'marker', title: m.title, dataset: { kind: m.kind, step: String(m.step), label: m.kind } });
+      const mk = el('div', { className: 'marker', title: m.title, dataset: { kind: m.kind, severity: m.severity, step: String(m.step), label: m.label } });
       mk.style.left = u.valToPos(m.step, 'x') + 'px';
       mk.style.setProperty('--label-top', (shown++ % 3) * 13 + 'px');  // labels of nearby markers stagger
       c.markerLayer.append(mk);
@@ -455,11 +483,14 @@
     for (const e of add) {
       events.push(e);
       const when = e.time ? new Date(e.time * 1000).toLocaleTimeString() : '';
-      frag.prepend(el('li', { dataset: { kind: e.event || '', severity: e.severity || (e.event === 'error' ? 'error' : e.event === 'warning' ? 'warning' : '') } },
+      frag.prepend(el('li', { dataset: { kind: typeof e.event === 'string' ? e.event : '', severity: severityOf(e) } },
         el('span', { className: 'when', text: `step ${e.step ?? '?'} · ${when}` }), describeEvent(e)));
-      if (MARKER_KINDS.has(e.event)) {
-        const step = e.event === 'retune' && e.applied_at_step != null ? e.applied_at_step : e.step;
-        if (typeof step === 'number') { markers.push({ step, kind: e.event, title: `step ${step}: ${describeEvent(e)}` }); newMarkers = true; }
+      if (isMarker(e)) {
+        const step = markerStep(e);
+        if (step != null) {
+          markers.push({ step, kind: e.event, severity: severityOf(e), label: labelOf(e), title: `step ${step}: ${describeEvent(e)}` });
+          newMarkers = true;
+        }
       }
       if (e.event === 'retune' && e.new) Object.assign(configNow, e.new);
     }

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/records/catalogue.h"
+
 namespace grpo::run {
 namespace {
 
@@ -77,7 +79,20 @@ nlohmann::json chart_catalogue_json() {
     for (const auto& l : c.lines)
       lines.push_back({{"key", l.key}, {"label", l.label}, {"suffix", l.suffix}, {"band_std", l.band_std},
                        {"dashed", l.dashed}, {"points", l.points}});
-    out.push_back({{"id", c.id}, {"title", c.title}, {"unit", c.unit}, {"lines", std::move(lines)}});
+    out.push_back({{"id", c.id}, {"title", c.title}, {"unit", c.unit}, {"help", chart_help(c)}, {"lines", std::move(lines)}});
+  }
+  return out;
+}
+
+std::string chart_help(const ChartSpec& chart) {
+  std::string out;
+  for (const auto& l : chart.lines) {
+    // A pattern line stands for every metric it matches: its catalogue entry is the pattern's.
+    const MetricSpec* m = find_metric(l.suffix.empty() ? l.key : l.key + "<f>" + l.suffix);
+    if (!m) continue;
+    if (!out.empty()) out += "\n";
+    out += (l.label.empty() ? l.key + "<f>" + l.suffix : l.label) + ": " + m->doc;
+    if (!m->unit.empty()) out += " [" + m->unit + "]";
   }
   return out;
 }

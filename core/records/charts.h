@@ -31,9 +31,13 @@ struct ChartSpec {
 
 // The catalogue, in display order.
 const std::vector<ChartSpec>& chart_catalogue();
-// The catalogue as the browser view receives it: [{id, title, unit, lines: [{key, label, suffix,
-// band_std, dashed, points}]}].
+// The catalogue as the browser view receives it: [{id, title, unit, help, lines: [{key, label,
+// suffix, band_std, dashed, points}]}].
 nlohmann::json chart_catalogue_json();
+// What a chart's lines are, one line of text each ("generated: Completion tokens generated per
+// second, every source together. [tok/s]"), from the metric catalogue (catalogue.h): the hover
+// text of the chart in both views.
+std::string chart_help(const ChartSpec& chart);
 // The chart with this id, or nullptr.
 const ChartSpec* find_chart(const std::string& id);
 

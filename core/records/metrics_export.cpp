@@ -56,7 +56,10 @@ std::string metrics_csv(const std::string& run_dir) {
   std::vector<std::string> columns = first;
   columns.insert(columns.end(), rest.begin(), rest.end());
   std::string out;
-  for (size_t i = 0; i < columns.size(); ++i) out += (i ? "," : "") + csv_field(json(columns[i]));
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (i) out += ",";
+    out += csv_field(json(columns[i]));
+  }
   out += "\n";
   for (const auto& r : records) {
     for (size_t i = 0; i < columns.size(); ++i) {

@@ -326,7 +326,11 @@ bool RemoteSource::tend_workers() {
     else take_up_new_version();
     if (directory_) directory_->poll();
   } catch (const Error& e) {  // no worker for now: what is out still finishes or times out
-    if (opts_.on_event) opts_.on_event({{"event", "error"}, {"source", name_}, {"message", e.what()}});
+    // A warning, not "error": the run goes on (and waits for a worker), so its state stays running
+    // (run_state_after folds "error" into failed).
+    if (opts_.on_event)
+      opts_.on_event({{"event", "warning"}, {"source", name_}, {"severity", "warning"}, {"message", e.what()},
+                      {"advice", e.hint().empty() ? std::string("the run waits until a worker answers") : e.hint()}});
     log_warn(name_ + ": " + e.what());
   }
   return router_ != nullptr;

@@ -20,6 +20,7 @@
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
+#include "core/records/catalogue.h"
 #include "core/records/charts.h"
 #include "core/records/metrics_record.h"
 #include "core/records/run_dir.h"
@@ -543,6 +544,8 @@ void add_dashboard_routes(HttpServer& server, DashboardSource source) {
   get_json(server, "/grpo/dashboard/adapters", [d](const HttpRequest&) { return d->adapters(); });
   get_json(server, "/grpo/config/schema", [schema](const HttpRequest&) { return schema; });
   get_json(server, "/grpo/dashboard/charts", [](const HttpRequest&) { return chart_catalogue_json(); });
+  get_json(server, "/grpo/dashboard/metrics", [](const HttpRequest&) { return metric_catalogue_json(); });
+  get_json(server, "/grpo/dashboard/event-kinds", [](const HttpRequest&) { return event_catalogue_json(); });
   server.route("GET", "/grpo/dashboard/adapter/*", [run0](const HttpRequest& req, Reply reply) {
     reply.send(adapter_file(run0->folder(), req.path));
   }, RouteOptions{.blocking = true});

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "core/records/catalogue.h"
 #include "core/records/run_status.h"
 #include "core/run/bounded_queue.h"
 #include "core/run/checkpoint.h"
@@ -197,6 +198,18 @@ private Q_SLOTS:
     QCOMPARE(metrics[1]["learning_rate"].get<double>(), 1e-3);
     QCOMPARE(metrics[2]["learning_rate"].get<double>(), 0.02);  // visible in the metrics from step 3
     QCOMPARE(engine.config().temperature, 0.7);
+    // The catalogue (core/records/catalogue.h) knows every metric and event kind this run wrote, so
+    // both views can give each its unit, group, label and severity.
+    const std::set<std::string> own = {"step", "time", "policy_version", "verdict"};
+    std::set<std::string> missing;
+    for (const auto& m : metrics)
+      for (const auto& [k, v] : m.items())
+        if (!own.count(k) && !run::find_metric(k)) missing.insert(k);
+    std::string names;
+    for (const auto& k : missing) names += " " + k;
+    QVERIFY2(missing.empty(), ("metrics not in the catalogue:" + names).c_str());
+    for (const auto& e : read_jsonl(cfg.output_dir + "/events.jsonl"))
+      QVERIFY2(run::find_event_kind(e.value("event", "")), ("event kind not in the catalogue: " + e.dump()).c_str());
   }
 
   void resumeContinuesStepsAndVersions() {

@@ -14,10 +14,13 @@
 // After each run the accounting identities hold (engine_test_util.h, accounting_problems):
 // nothing lost, nothing trained twice.
 #include <QNetworkAccessManager>
+#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <atomic>
+#include <mutex>
+#include <thread>
 #include <chrono>
 #include <filesystem>
 #include <unistd.h>
@@ -25,7 +28,10 @@
 #include "core/cluster/cluster_token.h"
 #include "core/cluster/worker_client.h"
 #include "core/common/files.h"
+#include "core/records/catalogue.h"
+#include "core/records/run_status.h"
 #include "core/run/engine.h"
+#include "core/run/remote_source.h"
 #include "engine_test_util.h"
 #include "tests/cluster/stub_worker.h"
 
@@ -45,6 +51,60 @@ std::string first_problem(const std::vector<nlohmann::json>& events, const std::
 class TestEngineWorkerFaults : public QObject {
   Q_OBJECT
 private Q_SLOTS:
+  // No worker answers (the only URL refuses connections): the remote source says so as a warning
+  // with advice, never as "error" (run_state_after folds "error" into failed, and `grpo status`
+  // said "failed" for a run that went on), and the run carries on with its local generator. Forced,
+  // not timed: the local generator waits (bounded) until the source has warned.
+  void noWorkerIsAWarningNotAFailure() {
+    QTemporaryDir dir;
+    const std::string run_dir = dir.path().toStdString() + "/run", token_file = dir.path().toStdString() + "/token";
+    QTcpServer probe;
+    QVERIFY(probe.listen(QHostAddress::LocalHost, 0));
+    const int port = probe.serverPort();
+    probe.close();  // nothing listens there now: every connection is refused
+    auto cfg = worker_config(run_dir, {"http://127.0.0.1:" + std::to_string(port)}, token_file, 3);
+    auto opts = grpo::run::remote_options_from_config(cfg, run_dir);
+    opts.wait_for_workers_s = 0.2;
+    std::mutex mu;
+    std::vector<nlohmann::json> seen;
+    std::atomic<bool> warned{false};
+    opts.on_event = [&](const nlohmann::json& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back(e);
+      if (e.value("event", "") == "warning") warned = true;
+    };
+    cfg.worker_urls.clear();  // the source is added by hand, with its short wait
+    grpo::run::EngineOptions eo;
+    eo.local_generators = 1;
+    eo.before_generate = [&](const std::string& source) {
+      if (source.rfind("local", 0) != 0) return;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (!warned.load() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    };
+    {
+      grpo::run::Engine engine(cfg, run_dir, eo);
+      engine.add_source(std::make_unique<grpo::run::RemoteSource>(std::move(opts)));
+      const std::string failure = run_engine(engine, [] {});
+      QVERIFY2(failure.empty(), failure.c_str());
+      QCOMPARE(engine.step(), cfg.max_steps);
+    }
+    QVERIFY(warned.load());
+    std::lock_guard<std::mutex> lock(mu);
+    std::string state = "running";
+    for (const auto& e : seen) {
+      QVERIFY2(e.value("event", "") != "error", e.dump().c_str());
+      if (e.value("event", "") == "warning") {
+        QCOMPARE(e.value("severity", ""), std::string("warning"));
+        QVERIFY2(!e.value("advice", "").empty(), e.dump().c_str());
+        QVERIFY(grpo::run::event_is_marker(e));  // a fault: listed and marked on the charts
+      }
+      state = grpo::run::run_state_after(state, e);
+    }
+    QCOMPARE(state, std::string("running"));
+    QCOMPARE(grpo::run::read_run_status(run_dir).value("state", ""), std::string("finished"));
+  }
+
   void workerThatCannotReadTheBucketIsRoutedAround() {
     Scratch sc;
     const std::string &bucket = sc.bucket, &run_dir = sc.run_dir, &token_file = sc.token_file, &token = sc.token;

@@ -26,6 +26,8 @@
 
 #include "core/common/files.h"
 #include "core/io/sha256sums.h"
+#include "core/records/catalogue.h"
+#include "core/records/charts.h"
 #include "core/records/run_dir.h"
 #include "core/records/model_card.h"
 #include "core/records/run_status.h"
@@ -150,6 +152,54 @@ private Q_SLOTS:
 
   // The model card shows what the run's config.json recorded and restates no default; a config
   // written by another tool, with keys missing or of the wrong type, still gives a card.
+  // The catalogue (core/records/catalogue.h): the charts draw only catalogued metrics, a derived
+  // metric is the one derived_metrics computes, and the marker rule both views follow.
+  void catalogue_covers_the_charts_and_marks_events_by_one_rule() {
+    for (const auto& c : chart_catalogue()) {
+      for (const auto& l : c.lines) {
+        const std::string name = l.suffix.empty() ? l.key : l.key + "accuracy" + l.suffix;
+        QVERIFY2(find_metric(name), ("chart " + c.id + " draws an uncatalogued metric " + name).c_str());
+        if (!l.band_std.empty()) QVERIFY2(find_metric(l.band_std), l.band_std.c_str());
+      }
+      QVERIFY2(!chart_help(c).empty(), c.id.c_str());
+    }
+    QVERIFY(find_metric("rewards/format/std") && !find_metric("rewards//std") && !find_metric("nope"));
+    for (const auto& m : metric_catalogue()) {
+      if (m.derived.empty()) continue;  // each derived metric comes out of derived_metrics
+      const auto d = derived_metrics({{"batch/trained_tokens_per_step", 300}, {"perf/step_s", 2}});
+      QVERIFY2(d.count(m.name), m.name.c_str());
+    }
+    QCOMPARE(find_metric("trained_tok_s")->derived, std::string("batch/trained_tokens_per_step / perf/step_s"));
+
+    QVERIFY(event_is_marker(json{{"event", "pause"}, {"step", 3}}));
+    QVERIFY(event_is_marker(json{{"event", "error"}, {"message", "x"}}));
+    QVERIFY(!event_is_marker(json{{"event", "start"}, {"step", 0}}));
+    QVERIFY(!event_is_marker(json{{"event", "worker_left"}}));  // a warning without advice: listed, not marked
+    QVERIFY(event_is_marker(json{{"event", "worker_left"}, {"advice", "Start another worker."}}));
+    QVERIFY(event_is_marker(json{{"event", "reward_timeout_cleared"}}));
+    QVERIFY(!event_is_marker(json{{"event", "_cleared"}}));
+    for (const json& odd : {json(nullptr), json("pause"), json{{"event", 3}}, json::array({1}), json{{"step", 1}}}) {
+      QVERIFY(!event_is_marker(odd));
+      QCOMPARE(event_label(odd), std::string("?"));
+    }
+    QCOMPARE(event_severity(json{{"event", "bucket_write_failed"}}), std::string("error"));
+    QCOMPARE(event_severity(json{{"event", "worker_left"}, {"severity", "error"}}), std::string("error"));
+    QCOMPARE(event_severity(json{{"event", "worker_quarantined_cleared"}, {"severity", "error"}}), std::string("cleared"));
+    QCOMPARE(event_severity(json{{"event", "someone_elses"}}), std::string("info"));
+    QCOMPARE(event_label(json{{"event", "worker_quarantined"}}), std::string("worker quarantined"));
+    QCOMPARE(event_label(json{{"event", "someone_elses"}}), std::string("someone_elses"));
+    QCOMPARE(event_marker_step(json{{"event", "retune"}, {"step", 2}, {"applied_at_step", 3}}), 3.0);
+    QCOMPARE(event_marker_step(json{{"event", "retune"}, {"step", 2}}), 2.0);
+    QCOMPARE(event_marker_step(json{{"event", "pause"}, {"step", 5}, {"applied_at_step", 9}}), 5.0);
+    QVERIFY(std::isnan(event_marker_step(json{{"event", "pause"}, {"step", "5"}})));
+    // The served form carries what the browser needs to apply the same rule.
+    const json served = event_catalogue_json();
+    QCOMPARE(served["fault_field"], json("advice"));
+    QCOMPARE(served["cleared_suffix"], json("_cleared"));
+    QCOMPARE(served["kinds"].size(), event_catalogue().size());
+    QCOMPARE(metric_catalogue_json().size(), metric_catalogue().size());
+  }
+
   void model_card_shows_what_the_config_recorded() {
     ModelCardInput in;
     in.base_model = "org/base";

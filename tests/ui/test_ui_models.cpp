@@ -280,6 +280,17 @@ private Q_SLOTS:
                  ev({{"event", "worker_quarantined_cleared"}, {"step", 4}, {"message", "back"}}),
                  ev({{"event", "start"}, {"step", 0}})});
     QCOMPARE(d.eventsList()->count(), 4);
+    // The markers are the events the catalogue marks (core/records/catalogue.h: the browser view
+    // applies the same rule to the same served table): the pause, the fault (it carries advice)
+    // and its end; not the start. Their labels and severities are the catalogue's.
+    const auto& marks = d.store().markers();
+    QCOMPARE(marks.size(), size_t(3));
+    QCOMPARE(marks[0].kind, QString("pause"));
+    QCOMPARE(marks[0].label, QString::fromStdString(grpo::run::find_event_kind("pause")->label));
+    QCOMPARE(marks[1].severity, QString("warning"));
+    QCOMPARE(marks[2].severity, QString("cleared"));
+    QCOMPARE(marks[2].step, 4.0);
+    QCOMPARE(d.eventsList()->item(1)->data(Qt::UserRole + 1).toString(), QString("warning"));
     QVERIFY(d.eventsList()->item(1)->text().contains("Check that worker's logs"));
     QVERIFY(d.eventsList()->item(1)->text().contains("answered garbage"));
     d.redrawNow(true);

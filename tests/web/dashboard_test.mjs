@@ -25,7 +25,7 @@ const DATA_ROUTES = [
   ['GET', '/grpo/run'], ['GET', '/grpo/metrics?since=-1'], ['GET', '/grpo/events?since=0'],
   ['GET', '/grpo/dashboard/state'], ['GET', '/grpo/dashboard/series?since=-1'], ['GET', '/grpo/dashboard/samples'],
   ['GET', '/grpo/dashboard/workers'], ['GET', '/grpo/dashboard/adapters'], ['GET', '/grpo/config/schema'],
-  ['GET', '/grpo/dashboard/charts'],
+  ['GET', '/grpo/dashboard/charts'], ['GET', '/grpo/dashboard/metrics'], ['GET', '/grpo/dashboard/event-kinds'],
   ['GET', '/grpo/dashboard/adapter/1/adapter_config.json'], ['GET', '/grpo/bucket/policy-v1/SHA256SUMS'],
   ['POST', '/grpo/run/pause'], ['POST', '/grpo/run/resume'], ['POST', '/grpo/run/stop'], ['POST', '/grpo/run/retune'],
 ];
@@ -156,6 +156,28 @@ async function liveChecks(browser, base, token, runDir, train) {
     await page.waitForSelector('[data-chart="throughput"] .marker[data-kind="retune"]', { timeout: 5000 });
     const ev = await page.$eval('#events li[data-kind="retune"]', (e) => e.textContent);
     if (!/learning_rate .* → 0\.0005/.test(ev)) throw new Error('retune event reads: ' + ev);
+  });
+  await checks.step("the markers are the events the run's catalogue marks, at the catalogue's step, with its labels", async () => {
+    const kinds = (await apiGet(base, '/grpo/dashboard/event-kinds', token)).json;
+    const byKind = new Map(kinds.kinds.map((k) => [k.kind, k]));
+    for (const k of ['pause', 'resume', 'retune', 'stop', 'error']) {
+      if (!byKind.get(k)?.marker) throw new Error(`the catalogue does not mark ${k}: ${JSON.stringify(kinds)}`);
+    }
+    if (byKind.get('start')?.marker) throw new Error('the catalogue marks start');
+    const events = (await apiGet(base, '/grpo/events?since=0', token)).json;
+    // The rule as the catalogue states it (core/records/catalogue.h, event_is_marker).
+    const marked = events.filter((e) => typeof e.event === 'string' && (byKind.get(e.event)?.marker ||
+      typeof e[kinds.fault_field] === 'string' || e.event.endsWith(kinds.cleared_suffix)));
+    const want = marked.map((e) => `${e.event}@${e[byKind.get(e.event)?.step_field || 'step'] ?? e.step}:${byKind.get(e.event)?.label || e.event}`).sort();
+    await waitFor('every marked event on the reward chart', async () =>
+      (await page.$$eval('[data-chart="reward"] .marker', (l) => l.length)) >= want.length, 10000);
+    const shown = (await page.$$eval('[data-chart="reward"] .marker',
+      (l) => l.map((m) => `${m.dataset.kind}@${m.dataset.step}:${m.dataset.label}`))).sort();
+    if (JSON.stringify(shown) !== JSON.stringify(want)) throw new Error(`markers ${JSON.stringify(shown)}, the catalogue marks ${JSON.stringify(want)}`);
+    const metrics = (await apiGet(base, '/grpo/dashboard/metrics', token)).json;
+    if (!metrics.some((m) => m.name === 'trained_tok_s' && m.derived)) throw new Error('no derived trained_tok_s in the metric catalogue');
+    const help = await page.$eval('[data-chart="throughput"] figcaption', (e) => e.title);
+    if (!/generated: .*\[tok\/s\]/.test(help)) throw new Error('the throughput chart\'s help reads: ' + help);
   });
   await checks.step('samples, adapter versions and the events list are filled; an adapter file downloads with the token', async () => {
     await page.waitForSelector('#samples tbody tr', { timeout: RUN_PACE_MS });
