@@ -426,11 +426,13 @@ bool MainWindow::openRun(const QString& runDir) {
   runs_->addRun(runDir);
   dashboard_->setTitle(tr("Run %1 (%2, %3 steps)").arg(runDir, QString::fromStdString(h.state)).arg(h.steps));
   dashboard_->setVerdict(QString::fromStdString(h.last_verdict), QString());
-  const int64_t G = std::max<int64_t>(1, h.config.value("num_generations", int64_t{1}));
-  dashboard_->setQueueBound(std::ceil(static_cast<double>(h.config.value("queue_maxsize", int64_t{0})) / static_cast<double>(G)));
+  // config.json as recorded (maybe another tool's or hand-edited): typed lookups that never throw.
+  const int64_t G = std::max<int64_t>(1, json_integer(h.config, "num_generations", 1));
+  dashboard_->setQueueBound(std::ceil(static_cast<double>(std::max<int64_t>(0, json_integer(h.config, "queue_maxsize"))) /
+                                      static_cast<double>(G)));
   samples_->loadRun(runDir);
   adapters_->setRunDir(runDir);
-  const int64_t max_steps = h.config.value("max_steps", int64_t{0});
+  const int64_t max_steps = std::clamp<int64_t>(json_integer(h.config, "max_steps"), 0, INT32_MAX);
   progress_->setRange(0, static_cast<int>(std::max<int64_t>(1, max_steps)));
   progress_->setValue(static_cast<int>(h.steps));
   stepLabel_->setText(tr("step %1/%2").arg(h.steps).arg(max_steps));

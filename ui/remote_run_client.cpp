@@ -153,10 +153,11 @@ void RemoteRunClient::onRun(QNetworkReply* r) {
     fail(tr("%1/grpo/run: expected a JSON object with \"step\"").arg(base_.toString()));
     return;
   }
-  maxSteps_ = j.value("max_steps", maxSteps_);
-  runDir_ = QString::fromStdString(j.value("run_dir", std::string()));
-  const auto st = parse_state(j.value("state", std::string()));
-  const bool pending = st == run::EngineState::Running && j.value("paused", false);
+  // A peer's answer: typed lookups that never throw (a mistyped field is its fallback).
+  maxSteps_ = json_integer(j, "max_steps", maxSteps_);
+  runDir_ = QString::fromStdString(json_string(j, "run_dir"));
+  const auto st = parse_state(json_string(j, "state"));
+  const bool pending = st == run::EngineState::Running && json_bool(j, "paused", false);
   const uint64_t gen = generation_;
   QNetworkReply* m = send("GET", QString("/grpo/metrics?since=%1").arg(step_));
   connect(m, &QNetworkReply::finished, this, [this, m, gen, st, pending] {

@@ -10,6 +10,7 @@
 #include <QSettings>
 #include <QVBoxLayout>
 
+#include "core/api/util.h"
 #include "ui/run_history.h"
 
 namespace grpo::ui {
@@ -90,7 +91,7 @@ bool RunsPage::addRun(const QString& runDir, QString* error) {
   for (int i = 0; i < list_->count(); ++i) {
     auto* it = list_->item(i);
     if (it->data(Qt::UserRole).toString() != dir) continue;
-    const QString model = QString::fromStdString(h.config.value("model_name_or_path", std::string()));
+    const QString model = QString::fromStdString(json_string(h.config, "model_name_or_path", "?"));
     it->setText(tr("%1   (%2 steps, %3, model %4)")
                     .arg(QFileInfo(dir).fileName())
                     .arg(h.steps)

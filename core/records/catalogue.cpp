@@ -1,5 +1,7 @@
 #include "core/records/catalogue.h"
 
+#include "core/common/json_fields.h"
+
 namespace grpo::run {
 namespace {
 
@@ -148,11 +150,7 @@ bool ends_with(const std::string& s, const std::string& tail) {
 
 const std::string kClearedSuffix = "_cleared";
 
-std::string kind_of(const nlohmann::json& e) {
-  if (!e.is_object()) return "";
-  const auto it = e.find("event");
-  return it != e.end() && it->is_string() ? it->get<std::string>() : "";
-}
+std::string kind_of(const nlohmann::json& e) { return json_string(e, "event"); }
 
 }  // namespace
 
@@ -202,28 +200,22 @@ bool event_is_marker(const nlohmann::json& event) {
   const std::string kind = kind_of(event);
   if (kind.empty()) return false;
   if (const auto* k = find_event_kind(kind); k && k->marker) return true;
-  const auto advice = event.find("advice");
-  if (advice != event.end() && advice->is_string() && !advice->get<std::string>().empty()) return true;
+  if (!json_string(event, "advice").empty()) return true;
   return ends_with(kind, kClearedSuffix);
 }
 
 std::string event_severity(const nlohmann::json& event) {
   const std::string kind = kind_of(event);
   if (ends_with(kind, kClearedSuffix)) return "cleared";
-  if (event.is_object()) {
-    const auto s = event.find("severity");
-    if (s != event.end() && s->is_string() && !s->get<std::string>().empty()) return s->get<std::string>();
-  }
+  if (const std::string own = json_string(event, "severity"); !own.empty()) return own;
   const auto* k = find_event_kind(kind);
   return k ? k->severity : "info";
 }
 
 double event_marker_step(const nlohmann::json& event) {
   const auto* k = find_event_kind(kind_of(event));
-  for (const std::string field : {k ? k->step_field : std::string("step"), std::string("step")}) {
-    const auto it = event.is_object() ? event.find(field) : event.end();
-    if (event.is_object() && it != event.end() && it->is_number()) return it->get<double>();
-  }
+  for (const char* field : {k ? k->step_field.c_str() : "step", "step"})
+    if (const nlohmann::json* v = json_field(event, field); v && v->is_number()) return v->get<double>();
   return NAN;
 }
 

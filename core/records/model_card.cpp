@@ -6,6 +6,7 @@
 #include <deque>
 #include <sstream>
 
+#include "core/common/json_fields.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
@@ -43,34 +44,21 @@ std::string basename_of(const std::string& p) {
 // and a key that is absent as "not recorded". The card states what the run recorded, never a
 // default of its own: config.json is the resolved config (every key), so an absent key means a
 // config written by another tool or edited by hand, and a default here would be a guess.
-// The value at `key` of an object, or nullptr (absent, or `j` is not an object).
-const json* value_at(const json& j, const char* key) {
-  if (!j.is_object()) return nullptr;
-  const auto it = j.find(key);
-  return it == j.end() ? nullptr : &*it;
-}
-
 std::string shown(const json& cfg, const char* key) {
-  const json* v = value_at(cfg, key);
+  const json* v = json_field(cfg, key);
   if (!v) return "not recorded";
   return v->is_string() ? v->get<std::string>() : v->dump();
 }
 
-// The string at `key`, or "" when it is absent or not a string.
-std::string string_at(const json& cfg, const char* key) {
-  const json* v = value_at(cfg, key);
-  return v && v->is_string() ? v->get<std::string>() : std::string();
-}
-
 json array_at(const json& cfg, const char* key) {
-  const json* v = value_at(cfg, key);
+  const json* v = json_field(cfg, key);
   return v && v->is_array() ? *v : json::array();
 }
 
 std::string task_text(const json& cfg) {
-  if (string_at(cfg, "task") == "arith")
+  if (json_string(cfg, "task") == "arith")
     return "arithmetic questions from the built-in generator (difficulty " + shown(cfg, "task_difficulty") + ")";
-  const std::string train = string_at(cfg, "train_file");
+  const std::string train = json_string(cfg, "train_file");
   return train.empty() ? "unknown" : "prompts from `" + basename_of(train) + "`";
 }
 
@@ -80,7 +68,7 @@ std::string rewards_text(const json& cfg) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < funcs.size(); ++i) {
     const json& f = funcs[i];
-    std::string name = f.is_string() ? f.get<std::string>() : string_at(f, "name");
+    std::string name = f.is_string() ? f.get<std::string>() : json_string(f, "name");
     if (name.empty()) name = "?";
     std::string part = "`" + name + "`";
     if (weights.is_array() && i < weights.size() && weights[i].is_number())
@@ -158,7 +146,7 @@ std::string model_card(const ModelCardInput& in) {
   o << "| task | " << task_text(cfg) << " |\n";
   o << "| rewards | " << rewards_text(cfg) << " |\n";
   o << "| steps | " << in.metrics.steps << " |\n";
-  const json* rslora = value_at(cfg, "use_rslora");
+  const json* rslora = json_field(cfg, "use_rslora");
   o << "| LoRA | r " << shown(cfg, "r") << ", lora_alpha " << shown(cfg, "lora_alpha") << ", target_modules "
     << shown(cfg, "target_modules") << (rslora && *rslora == true ? ", rsLoRA" : "") << " |\n";
   o << "| loss | " << shown(cfg, "loss_type") << ", epsilon " << shown(cfg, "epsilon") << ", epsilon_high "
@@ -192,7 +180,7 @@ std::string model_card(const ModelCardInput& in) {
   }
   o << "```\n\n";
   if (!in.merged) {
-    const json* r = value_at(cfg, "r");
+    const json* r = json_field(cfg, "r");
     const int64_t rank = r && r->is_number_integer() ? vllm_max_lora_rank(r->get<int64_t>()) : 0;
     o << "vLLM: `vllm serve <base> --enable-lora --max-lora-rank "
       << (rank > 0 ? std::to_string(rank) : std::string("<the adapter's r, rounded up to a size vLLM allows>"))

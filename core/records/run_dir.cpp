@@ -17,6 +17,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "core/common/json_fields.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/json_limits.h"
@@ -332,7 +333,7 @@ std::vector<nlohmann::json> RunFolder::read_samples(size_t limit) const {
 std::vector<nlohmann::json> RunFolder::metrics_since(int64_t since) const {
   std::vector<nlohmann::json> out;
   for (auto& r : read_metrics())
-    if (r.value("step", int64_t(-1)) > since) out.push_back(std::move(r));
+    if (json_integer(r, "step", -1) > since) out.push_back(std::move(r));
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/common/json_fields.h"
 #include "core/records/run_dir.h"
 
 namespace grpo::run {
@@ -10,11 +11,12 @@ nlohmann::json read_run_status(const std::string& run_dir) {
   const RunFolder run = RunFolder::open_existing(run_dir);  // reads only: creates nothing
   const nlohmann::json cfg = run.read_config();
 
-  nlohmann::json st = {{"run_dir", run_dir}, {"model", cfg.value("model_name_or_path", "")},
-                       {"max_steps", cfg.value("max_steps", 0)}};
+  // config.json may be another tool's or hand-edited: a mistyped key shows as its fallback.
+  nlohmann::json st = {{"run_dir", run_dir}, {"model", json_string(cfg, "model_name_or_path")},
+                       {"max_steps", json_integer(cfg, "max_steps")}};
   const auto metrics = run.read_metrics();
   const auto events = run.read_events();
-  st["step"] = metrics.empty() ? 0 : metrics.back().value("step", 0);
+  st["step"] = metrics.empty() ? 0 : json_integer(metrics.back(), "step");
   st["last_metrics"] = metrics.empty() ? nlohmann::json::object() : metrics.back();
 
   std::string state = "created";

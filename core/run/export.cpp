@@ -15,8 +15,10 @@
 
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/common/json_fields.h"
 #include "core/common/log.h"
 #include "core/common/strings.h"
+#include "core/grpo/config.h"
 #include "core/hub/hf_cache.h"
 #include "core/io/safetensors.h"
 #include "core/model/peft_io.h"
@@ -331,14 +333,20 @@ ExportResult export_run(const ExportOptions& o) {
   check(run.has_config(), o.run_dir, std::string("no ") + RunFolder::kConfigFile + " here",
         "give the directory a run was trained into (grpo train --output DIR)");
   const torch::Dtype dt = export_dtype(o.dtype);
-  const Source src = resolve_source(o);
   const json run_config = run.read_config();
-  const std::string base_id = run_config.value("model_name_or_path", std::string());
+  // Read back through the key table: a mistyped value is an error naming the file and the key.
+  auto recorded = [&](const char* key, const std::string& fallback) {
+    const json* v = json_field(run_config, key);
+    return v ? grpo::config_string(*grpo::find_config_key(grpo::train_config_schema(), key), *v, run.config_path())
+             : fallback;
+  };
+  const std::string base_id = recorded("model_name_or_path", "");
   check(!base_id.empty(), run.config_path(), "model_name_or_path is missing");
+  const Source src = resolve_source(o);
   const std::string base_name = o.base_model_name.empty() ? base_id : o.base_model_name;
   std::string base_dir = base_id;  // a Hub repo id: its cached snapshot at the run's pinned model_revision
   try {
-    base_dir = hub::resolve_model_dir(base_id, run_config.value("model_revision", std::string("main")));
+    base_dir = hub::resolve_model_dir(base_id, recorded("model_revision", "main"));
   } catch (const Error&) {  // not found: the checks below say so (a PEFT export can do without it)
   }
 

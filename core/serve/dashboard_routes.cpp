@@ -17,6 +17,7 @@
 
 #include "core/cluster/http_message.h"
 #include "core/cluster/http_server.h"
+#include "core/common/json_fields.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
@@ -390,7 +391,7 @@ json Dashboard::state() {
   const json cfg = config_of(run);
   json s = {{"instance", instance_}, {"live", bool(source_.live_state)}, {"read_only", !source_.live_state},
             {"run_dir", run.folder().root()}, {"config", cfg},
-            {"max_steps", source_.max_steps > 0 ? source_.max_steps : cfg.value("max_steps", int64_t(0))}};
+            {"max_steps", source_.max_steps > 0 ? source_.max_steps : json_integer(cfg, "max_steps")}};
   json runs = json::array();
   for (const auto& r : runs_) runs.push_back(r->folder().root());
   s["runs"] = runs;
@@ -558,7 +559,7 @@ void add_run_folder_routes(HttpServer& server, const std::string& run_dir) {
     const std::string state = run->event_state();
     int64_t max_steps = 0;
     try {
-      max_steps = run->folder().read_config().value("max_steps", int64_t(0));
+      max_steps = json_integer(run->folder().read_config(), "max_steps");
     } catch (const std::exception&) {
     }
     const auto versions = run->folder().adapter_versions();

@@ -3,6 +3,8 @@
 // (bad flags, bad config values), 130 / 143 after a graceful stop on SIGINT / SIGTERM. Also the
 // SftConfig key table (core/run/sft_config.h), built on the same machinery as TrainConfig's.
 #include "tests/common/test_paths.h"
+#include <QDir>
+#include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -137,6 +139,30 @@ private Q_SLOTS:
       const std::string m = e.what();
       QVERIFY2(contains(m, "sft.yaml") && contains(m, "\"lora_dropout\"") && contains(m, "[0, 1)"), m.c_str());
     }
+  }
+
+  // A run folder whose config.json was edited by hand (or written by another tool) with mistyped
+  // keys: `grpo status` still reports the run (the mistyped keys show as unknown), and
+  // `grpo export` refuses with the file, the key and what was expected. Both printed nlohmann's
+  // "[json.exception.type_error.302] type must be string, but is number" before.
+  void mistypedRecordedConfigIsNamedNotThrown() {
+    QTemporaryDir tmp;
+    const QString run = tmp.filePath("run");
+    QVERIFY(QDir().mkpath(run));
+    QFile f(run + "/config.json");
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"model_name_or_path": 5, "max_steps": "ten", "num_generations": 1.5})");
+    f.close();
+    auto st = run_cli({"status", run}, 60000);
+    const QString so = QString::fromStdString(st.out);
+    QVERIFY2(st.code == 0, qPrintable(so));
+    QVERIFY2(so.contains("created") && !so.contains("json.exception"), qPrintable(so));
+    auto ex = run_cli({"export", "--run", run, "--out", tmp.filePath("peft")}, 60000);
+    const QString eo = QString::fromStdString(ex.out);
+    QCOMPARE(ex.code, 1);
+    QVERIFY2(eo.contains("config.json") && eo.contains("model_name_or_path") && eo.contains("string") &&
+                 !eo.contains("json.exception"),
+             qPrintable(eo));
   }
 
   // A key that GRPO and SFT share has one range (core/grpo/shared_ranges.h): before, SFT took a

@@ -25,6 +25,7 @@
 #include <random>
 
 #include "core/common/files.h"
+#include "core/common/json_fields.h"
 #include "core/io/sha256sums.h"
 #include "core/records/catalogue.h"
 #include "core/records/charts.h"
@@ -198,6 +199,35 @@ private Q_SLOTS:
     QCOMPARE(served["cleared_suffix"], json("_cleared"));
     QCOMPARE(served["kinds"].size(), event_catalogue().size());
     QCOMPARE(metric_catalogue_json().size(), metric_catalogue().size());
+  }
+
+  // Typed lookups in JSON from outside (core/common/json_fields.h) never throw: a mistyped or
+  // absent key is the fallback. read_run_status reads a hand-edited config.json through them.
+  void outside_json_is_read_by_typed_lookups_that_never_throw() {
+    const json j = {{"s", "x"}, {"i", 7}, {"big", 18446744073709551615ull}, {"f", 1e3}, {"half", 1.5},
+                    {"b", true}, {"n", nullptr}, {"nan", NAN}};
+    QCOMPARE(grpo::json_string(j, "s"), std::string("x"));
+    QCOMPARE(grpo::json_string(j, "i", "?"), std::string("?"));
+    QCOMPARE(grpo::json_integer(j, "i"), int64_t(7));
+    QCOMPARE(grpo::json_integer(j, "f"), int64_t(1000));
+    QCOMPARE(grpo::json_integer(j, "half", -1), int64_t(-1));
+    QCOMPARE(grpo::json_integer(j, "big", -1), int64_t(-1));  // past int64
+    QCOMPARE(grpo::json_integer(j, "s", -1), int64_t(-1));
+    QCOMPARE(grpo::json_integer(j, "absent", 3), int64_t(3));
+    QCOMPARE(grpo::json_number(j, "half", 0), 1.5);
+    QCOMPARE(grpo::json_number(j, "n", 2), 2.0);
+    QCOMPARE(grpo::json_bool(j, "b", false), true);
+    QCOMPARE(grpo::json_bool(j, "i", false), false);
+    QVERIFY(grpo::json_field(json::array({1}), "s") == nullptr && grpo::json_field(json("s"), "s") == nullptr);
+    QCOMPARE(grpo::json_integer(json(nullptr), "i", 5), int64_t(5));
+
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString();
+    grpo::write_file_atomic(dir + "/" + RunFolder::kConfigFile, R"({"model_name_or_path": 5, "max_steps": "ten"})");
+    const json st = read_run_status(dir);
+    QCOMPARE(st["model"], json(""));
+    QCOMPARE(st["max_steps"], json(0));
+    QCOMPARE(st["state"], json("created"));
   }
 
   void model_card_shows_what_the_config_recorded() {
