@@ -8,7 +8,8 @@
 #           scripts/test.sh): Python's torch and python3 for reference checks, Xvfb, clang and its
 #           sanitizer runtimes, the openssl CLI, debootstrap for scripts/check_fresh.sh, and
 #           Node.js with the npm `tokenizers` package for the tokenizer benchmark's reference, and
-#           chromium with npm `puppeteer-core` for the browser view's tests (tests/web).
+#           chromium with npm `puppeteer-core` for the browser view's tests (tests/web), and
+#           slurm-wlm with munge for a real single-node Slurm cluster (tests/cluster/test_slurm).
 #   --no-libtorch  without Debian's LibTorch and python3-torch: for a GPU box that builds against
 #           PyTorch's own CUDA LibTorch (scripts/gpu_check.sh)
 #   --cuda  Debian 13 only: Debian's CUDA LibTorch 2.6 (libtorch-cuda-dev, from contrib) and the
@@ -82,6 +83,7 @@ if [ "$mode" = test ]; then
     file                    # CPack's .deb generator (dpkg-shlibdeps) in scripts/check_package.sh
     desktop-file-utils appstream  # that script validates the desktop entry and AppStream metainfo
     chromium                # the browser view's tests, benchmark and screenshot (tests/web), headless
+    slurm-wlm munge         # a real single-node Slurm cluster for the worker launcher's tests (tests/cluster)
   )
   # Node.js for the tokenizer benchmark's reference (may already come from elsewhere with npm).
   if ! command -v npm >/dev/null 2>&1; then PACKAGES+=(nodejs npm); fi
