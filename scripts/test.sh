@@ -9,7 +9,8 @@
 # Usage: scripts/test.sh [--quick] [PRESET]
 #   --quick  a developer's check: build and ctest only (no package, fuzzing, ASan or fresh roots)
 #   (GRPO_FUZZ_RUNS=N sets the fuzz inputs per target; GRPO_ASAN=0 skips the sanitizer pass;
-#    GRPO_FRESH=0 skips the pristine roots; GRPO_FRESH=bookworm only the Debian 12 install check)
+#    GRPO_FRESH=0 skips the pristine roots; GRPO_FRESH=bookworm only the Debian 12 install check;
+#    GRPO_BENCH_GUARD=0 skips the benchmark guard's warnings)
 # Caches between runs, outside the clone: ccache (~/.cache/ccache, CCACHE_MAXSIZE, 12G here), and
 # scripts/check_fresh.sh's minbase tarballs, .debs and per-release ccaches (/var/cache/grpo-fresh).
 set -euo pipefail
@@ -89,6 +90,13 @@ if [ -n "$fresh_pid" ]; then
     echo "scripts/check_fresh.sh $(cat build/fresh-failed 2>/dev/null) failed: see its lines above" >&2
     exit 1
   fi
+fi
+# The guarded benchmark ratios (BENCHMARKS.md, "Guarded ratios"), now that nothing else runs: a
+# ratio more than 15% below its recorded figure prints a "bench_guard: WARNING" line. It warns,
+# never fails: one CI run on a shared machine is not a measurement (developers run the 5-run
+# check before they stop: scripts/bench_guard.py).
+if [ "$preset" = release ] && [ "${GRPO_BENCH_GUARD:-1}" != 0 ]; then
+  stage "bench guard (warn only)" python3 scripts/bench_guard.py --warn-only --repeat 3
 fi
 total=$((SECONDS - t_start))
 echo "scripts/test.sh: every stage passed in $total s"
