@@ -24,7 +24,7 @@ void add_step(MetricStore& store, const run::StepReport& report) {
 }
 
 QString describe_event(const nlohmann::json& e) {
-  const std::string kind = e.value("event", "");
+  const std::string kind = json_string(e, "event");
   QString text = QString::fromStdString(kind);
   if (kind == "retune" && e.contains("new") && e["new"].is_object()) {
     QStringList parts;
@@ -41,17 +41,14 @@ QString describe_event(const nlohmann::json& e) {
   return text;
 }
 
-QString event_advice(const nlohmann::json& e) {
-  return e.contains("advice") && e["advice"].is_string() ? QString::fromStdString(e["advice"].get<std::string>())
-                                                         : QString();
-}
+QString event_advice(const nlohmann::json& e) { return QString::fromStdString(json_string(e, "advice")); }
 
 bool is_fault(const nlohmann::json& e) { return !event_advice(e).isEmpty(); }
 
 bool add_event_marker(MetricStore& store, const nlohmann::json& e) {
   if (!run::event_is_marker(e)) return false;  // the catalogue's rule, the browser's too (catalogue.h)
   Marker m;
-  m.kind = QString::fromStdString(e.value("event", ""));
+  m.kind = QString::fromStdString(json_string(e, "event"));
   m.severity = QString::fromStdString(run::event_severity(e));
   m.label = QString::fromStdString(run::event_label(e));
   m.step = run::event_marker_step(e);

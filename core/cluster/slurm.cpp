@@ -9,6 +9,7 @@
 
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/common/strings.h"
 #include "core/common/subprocess.h"
 
 namespace grpo::cluster {
@@ -34,13 +35,6 @@ void field(bool ok, const std::string& name, const std::string& value, const std
 
 bool plain_text(const std::string& s) {
   return std::none_of(s.begin(), s.end(), [](unsigned char c) { return c == '\0' || c == '\n' || c == '\r'; });
-}
-
-std::string trimmed(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
 }
 
 }  // namespace
@@ -151,7 +145,7 @@ std::vector<std::string> sbatch_arguments(const WorkerLaunch& l, const std::stri
 }
 
 std::string parse_sbatch_job_id(const std::string& out) {
-  const std::string line = trimmed(out.substr(0, std::min<size_t>(out.size(), 256)));
+  const std::string line = trim(std::string_view(out).substr(0, 256));
   const std::string id = line.substr(0, line.find(';'));  // "123;cluster" on a federation
   check(is_job_id(id), "sbatch", "answered \"" + line.substr(0, 80) + "\" where a job id was expected");
   return id;
@@ -165,7 +159,7 @@ std::vector<JobTask> parse_squeue(const std::string& out, const std::string& job
   while (start < out.size()) {
     size_t end = out.find('\n', start);
     if (end == std::string::npos) end = out.size();
-    const std::string line = trimmed(out.substr(start, std::min(end - start, kMaxLineBytes + 1)));
+    const std::string line = trim(std::string_view(out).substr(start, std::min(end - start, kMaxLineBytes + 1)));
     start = end + 1;
     if (line.empty()) continue;
     check(++lines <= kMaxSqueueLines, "squeue", "more than 100,000 lines for one job");

@@ -1,6 +1,7 @@
 #include "core/records/catalogue.h"
 
 #include "core/common/json_fields.h"
+#include "core/common/strings.h"
 
 namespace grpo::run {
 namespace {
@@ -144,9 +145,8 @@ std::vector<EventKindSpec> make_events() {
   };
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
+// A kind that ends in `tail` and has more before it ("_cleared" alone is not a cleared fault).
+bool has_suffix(const std::string& s, const std::string& tail) { return s.size() > tail.size() && ends_with(s, tail); }
 
 const std::string kClearedSuffix = "_cleared";
 
@@ -164,7 +164,7 @@ const MetricSpec* find_metric(const std::string& name) {
     if (m.suffix.empty() && m.name == name) return &m;
   for (const auto& m : metric_catalogue())
     if (!m.suffix.empty() && name.size() > m.name.size() + m.suffix.size() && name.rfind(m.name, 0) == 0 &&
-        ends_with(name, m.suffix))
+        has_suffix(name, m.suffix))
       return &m;
   return nullptr;
 }
@@ -201,12 +201,12 @@ bool event_is_marker(const nlohmann::json& event) {
   if (kind.empty()) return false;
   if (const auto* k = find_event_kind(kind); k && k->marker) return true;
   if (!json_string(event, "advice").empty()) return true;
-  return ends_with(kind, kClearedSuffix);
+  return has_suffix(kind, kClearedSuffix);
 }
 
 std::string event_severity(const nlohmann::json& event) {
   const std::string kind = kind_of(event);
-  if (ends_with(kind, kClearedSuffix)) return "cleared";
+  if (has_suffix(kind, kClearedSuffix)) return "cleared";
   if (const std::string own = json_string(event, "severity"); !own.empty()) return own;
   const auto* k = find_event_kind(kind);
   return k ? k->severity : "info";
