@@ -315,7 +315,11 @@
     for (const m of markers) {
       if (m.step < u.scales.x.min || m.step > u.scales.x.max) continue;
       const mk = el('div', { className: 'marker', title: m.title, dataset: { kind: m.kind, severity: m.severity, step: String(m.step), label: m.label } });
-      mk.style.left = u.valToPos(m.step, 'x') + 'px';
+      const x = u.valToPos(m.step, 'x');
+      mk.style.left = x + 'px';
+      // A label right of the middle is drawn to the left of its line, so that it stays inside
+      // the chart (a stop at the last step would otherwise widen a phone's page).
+      if (m.step > (u.scales.x.min + u.scales.x.max) / 2) mk.dataset.side = 'left';
       mk.style.setProperty('--label-top', (shown++ % 3) * 13 + 'px');  // labels of nearby markers stagger
       c.markerLayer.append(mk);
     }

@@ -10,6 +10,7 @@
 //   - grpo serve: read-only (no controls, no control routes), the last step, comparing two runs.
 // usage: node dashboard_test.mjs --grpo PATH [--chromium PATH] [--keep]
 // Prints "N passed, M failed" last; exits non-zero on any failure. About 40 s on 2 cores.
+import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   Checks, apiGet, appendMetrics, cleanup, findChromium, launchBrowser, makeTokenFile, newPage, parseArgs, startProcess, stopProcess,
@@ -232,6 +233,12 @@ async function reconnectCheck(page, grpo, base, token, tokenFile, runDir) {
 }
 
 async function readOnlyChecks(browser, grpo, tokenFile, token, runDir, tmp) {
+  // A marker at the run's last step, forced rather than left to when the stop landed: its label
+  // is the one that could widen a phone's page.
+  const metricLines = readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n');
+  const lastStep = JSON.parse(metricLines[metricLines.length - 1]).step;
+  appendFileSync(join(runDir, 'events.jsonl'), JSON.stringify({ event: 'retune', time: Date.now() / 1000,
+    applied_at_step: lastStep, old: { temperature: 1.0 }, new: { temperature: 0.9 } }) + '\n');
   const other = join(tmp, 'other-run');
   writeSyntheticRun(other, { steps: 500, series: ['reward', 'reward_std', 'sample/staleness_mean', 'rollout/generated_tok_s'],
     spikes: { 251: { reward: 100 }, 377: { reward: -50 } } });
@@ -272,6 +279,9 @@ async function readOnlyChecks(browser, grpo, tokenFile, token, runDir, tmp) {
       await waitFor('the last step', async () => (await stepOnPage(page)) === last, 15000);
       if (!(await page.$('#controls[hidden]'))) throw new Error('controls shown on a read-only run');
       await page.waitForSelector('[data-chart="reward"][data-points]:not([data-points="0"])', { timeout: 10000 });
+      const edge = await page.waitForSelector(`[data-chart="reward"] .marker[data-step="${lastStep}"]`, { timeout: 10000 })
+        .then((h) => h.evaluate((e) => e.dataset.side || 'right'), () => 'missing');
+      if (edge !== 'left') throw new Error(`the marker at the last step (${lastStep}) is ${edge}; its label must be drawn to the left`);
       await page.select('#compare', '1');
       await page.waitForFunction(() => [...document.querySelectorAll('[data-chart="reward"] .u-legend .u-series')]
         .some((e) => e.textContent.includes('(compared)')), { timeout: 10000 });
