@@ -154,16 +154,17 @@ void add_train_commands(CLI::App& app) {
       if (!a->token_file.empty()) cfg.apply({{"cluster_token_file", a->token_file}}, "--cluster-token-file");
       if (a->no_local) cfg.apply({{"local_generators", 0}}, "--no-local-rollouts");
       if (!a->tls_pin.empty()) cfg.apply({{"cluster_tls_fingerprint", a->tls_pin}}, "--tls-pin");
+      if (!a->serve.empty()) cfg.apply({{"serve", a->serve}}, "--serve");
       if (!a->sets.empty()) cfg.apply(grpo::parse_set_options(a->sets), "--set");
       check(a->tls_cert.empty() == a->tls_key.empty(), "--tls-cert/--tls-key", "give both or neither");
-      check(a->tls_cert.empty() || !a->serve.empty(), "--tls-cert", "TLS is for the --serve endpoint", "add --serve HOST:PORT");
-      check(!a->sync || a->serve.empty(), "--serve", "the endpoint serves the async engine", "drop --sync");
-      check(!a->sync || (cfg.worker_urls.empty() && !cfg.discovery), "--sync",
+      check(a->tls_cert.empty() || !cfg.serve.empty(), "--tls-cert", "TLS is for the --serve endpoint", "add --serve HOST:PORT");
+      check(!a->sync || cfg.serve.empty(), "--serve", "the endpoint serves the async engine", "drop --sync");
+      check(!a->sync || (cfg.worker_urls.empty() && !cfg.discovery && cfg.slurm_workers == 0), "--sync",
             "the synchronous loop generates in-process only", "drop --sync to use workers");
       if (!a->output.empty()) cfg.output_dir = a->output;
       if (cfg.output_dir.empty()) cfg.output_dir = default_run_dir();
       cfg.validate(source);
-      if (!a->serve.empty()) std::tie(ro.host, ro.port) = run::parse_host_port(a->serve, "--serve");
+      if (!cfg.serve.empty()) std::tie(ro.host, ro.port) = run::parse_host_port(cfg.serve, a->serve.empty() ? "serve" : "--serve");
       ro.tls_cert_file = a->tls_cert;
       ro.tls_key_file = a->tls_key;
     });
@@ -189,19 +190,20 @@ void add_train_commands(CLI::App& app) {
     } else {
       // Remote workers talk through Qt's network event loops, which want an application object.
       std::unique_ptr<QCoreApplication> qt;
-      if (!cfg.worker_urls.empty() || cfg.discovery || !a->serve.empty()) qt = make_qt_application();
+      if (!cfg.worker_urls.empty() || cfg.discovery || cfg.slurm_workers > 0 || !cfg.serve.empty()) qt = make_qt_application();
       run::EngineOptions eo;
       eo.local_generators = a->generators >= 0 ? a->generators : static_cast<int>(cfg.local_generators);
       eo.resume = !a->resume.empty();
       run::Engine engine(cfg, cfg.output_dir, eo);
       std::unique_ptr<run::RunEndpoint> endpoint;
-      if (!a->serve.empty()) {
+      if (!cfg.serve.empty()) {
         ro.bearer_token = cluster::load_or_create_token(
             cfg.cluster_token_file.empty() ? cluster::default_token_path() : cfg.cluster_token_file);
         ro.max_steps = cfg.max_steps;
         endpoint = std::make_unique<run::RunEndpoint>(engine, ro);
         endpoint->start();
         std::cout << "serving run on " << endpoint->url() << std::endl;
+        engine.set_join_url(endpoint->public_url());  // where Slurm-launched workers join
         // The browser view, token in the fragment (never sent to the server nor logged by it).
         std::cout << "dashboard: " << run::dashboard_url(endpoint->url(), ro.bearer_token) << std::endl;
         if (!ro.tls_cert_file.empty())  // what clients pin (the app: the URL with this fragment)

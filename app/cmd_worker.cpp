@@ -2,6 +2,7 @@
 // HTTP subset (core/cluster/worker_server.h). Prints "listening on http://HOST:PORT" once ready
 // (the real port when --listen asks for port 0); SIGINT/SIGTERM stop it cleanly. With
 // --announce it sends signed discovery beacons built from WorkerServer::status_json().
+#include <csignal>
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -13,6 +14,7 @@
 #include "core/cluster/cluster_token.h"
 #include "core/cluster/tls.h"
 #include "core/cluster/worker_announcer.h"
+#include "core/cluster/worker_joiner.h"
 #include "core/cluster/worker_server.h"
 #include "core/common/error.h"
 
@@ -38,7 +40,8 @@ void parse_listen(const std::string& text, std::string& host, uint16_t& port) {
 
 void add_worker_commands(CLI::App& app) {
   struct Args {
-    std::string model, listen = "127.0.0.1:8000", token_file, bucket, name, served_name, announce;
+    std::string model, listen = "127.0.0.1:8000", token_file, bucket, name, served_name, announce, join;
+    double join_interval = 15;
     std::string tls_cert, tls_key, tls_pin;
     double announce_interval = 3.0, max_requests_per_s = 2000;
     int max_connections = 256, max_connections_per_peer = 64;
@@ -97,6 +100,12 @@ void add_worker_commands(CLI::App& app) {
   cmd->add_option("--announce-interval", args->announce_interval, "Seconds between beacons")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--join", args->join,
+                  "Join the run served at this URL (grpo train --serve; no multicast needed): a heartbeat every "
+                  "--join-interval seconds, a leave on SIGTERM, SIGINT or SIGUSR1 (Slurm's signal before the time limit)");
+  cmd->add_option("--join-interval", args->join_interval, "Seconds between join heartbeats")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
   cmd->add_option("--inject-delay-ms", args->inject_delay_ms,
                   "Fault injection (benchmarks, tests): hold each completion's answer back this many ms")
       ->check(CLI::Range(0, 3600000))
@@ -149,12 +158,29 @@ void add_worker_commands(CLI::App& app) {
             return b;
           },
           args->announce_interval);
+    std::unique_ptr<cluster::WorkerJoiner> joiner;
+    if (!args->join.empty()) {
+      // Slurm's drain signal (sbatch --signal=B:USR1@N) ends the worker as SIGTERM does: it leaves first.
+      install_stop_signal(SIGUSR1);
+      cluster::JoinOptions jo;
+      jo.trainer_url = args->join;
+      jo.token = o.token;
+      const std::string url = worker.url();
+      jo.scheme = url.substr(0, url.find("://"));
+      jo.port = std::stoi(url.substr(url.rfind(':') + 1));
+      jo.job = cluster::slurm_task_from_env();
+      jo.node = cluster::slurm_node_from_env();
+      jo.name = worker.status_json().value("name", std::string());
+      jo.interval_s = args->join_interval;
+      joiner = std::make_unique<cluster::WorkerJoiner>(jo);
+    }
     std::cout << "listening on " << worker.url() << std::endl;
     std::cerr << "grpo worker " << worker.status_json()["name"].get<std::string>() << ": model " << o.model_dir
               << (o.bucket.empty() ? std::string(", no --bucket (adapter loads refused)") : ", bucket " + o.bucket)
               << std::endl;
     wait_for_stop_signal();
     std::cerr << "grpo worker: stopping" << std::endl;
+    joiner.reset();  // leaves the run first, so the trainer sends nothing more here
     announcer.reset();
     worker.stop();
   });

@@ -83,7 +83,8 @@ std::unique_ptr<QCoreApplication> make_qt_application();
 
 // For a command that serves until told to stop (grpo worker, grpo serve): SIGINT and SIGTERM only
 // set a flag (install first, before the server starts), and the main thread waits on it.
-void install_stop_signals();
+void install_stop_signals();  // SIGINT, SIGTERM
+void install_stop_signal(int signal);  // one more signal that stops (grpo worker --join: SIGUSR1)
 void wait_for_stop_signal();
 
 }  // namespace grpo::cli

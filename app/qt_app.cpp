@@ -28,6 +28,8 @@ void install_stop_signals() {
   std::signal(SIGTERM, on_stop_signal);
 }
 
+void install_stop_signal(int signal) { std::signal(signal, on_stop_signal); }
+
 void wait_for_stop_signal() {
   while (!g_stop_requested) std::this_thread::sleep_for(std::chrono::milliseconds(100));
 }

@@ -34,6 +34,7 @@ struct HttpRequest {
   std::string body;
   std::optional<uint64_t> content_length;
   bool chunked = false;  // Transfer-Encoding present (we do not accept request bodies in chunks)
+  std::string peer;      // the client's address as the server saw it ("10.0.0.5", "::1"); set by HttpServer
 
   // First value of a header, compared case-insensitively; nullopt when absent.
   std::optional<std::string> header(std::string_view name) const;

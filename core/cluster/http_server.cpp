@@ -547,6 +547,7 @@ private:
       return;
     }
     ++link_->requests;
+    c.req.peer = c.peer;
     if (!found->options.blocking) return run_handler(*found, c.req, reply);
     if (queued_handlers_.load() >= options_.max_queued_handlers + pool_.maxThreadCount()) {
       ++link_->rejected;

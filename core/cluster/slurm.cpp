@@ -25,13 +25,10 @@ constexpr size_t kMaxArgBytes = 4096;
 // Options this launcher sets itself: a user's copy would change what it polls or where logs go.
 const char* const kOwnOptions[] = {"--array", "--output", "--error", "--job-name", "--parsable", "--wrap",
                                    "--partition", "--gres", "--cpus-per-task", "--mem", "--time",
-                                   "--account", "--qos", "--chdir"};
+                                   "--account", "--qos", "--chdir", "--signal"};
 
 bool matches(const std::string& s, const char* pattern) { return std::regex_match(s, std::regex(pattern)); }
 
-void field(bool ok, const std::string& name, const std::string& value, const std::string& expected) {
-  if (!ok) throw Error("slurm launch", "field \"" + name + "\": \"" + value + "\" is not valid: expected " + expected);
-}
 
 bool plain_text(const std::string& s) {
   return std::none_of(s.begin(), s.end(), [](unsigned char c) { return c == '\0' || c == '\n' || c == '\r'; });
@@ -83,7 +80,13 @@ std::string shell_quote(const std::string& word) {
   return out + "'";
 }
 
-void check_worker_launch(const WorkerLaunch& l) {
+void check_worker_launch(const WorkerLaunch& l, const std::map<std::string, std::string>& names) {
+  const auto field = [&names](bool ok, const std::string& name, const std::string& value, const std::string& expected) {
+    const auto renamed = names.find(name);
+    if (!ok)
+      throw Error("slurm launch", (names.empty() ? "field \"" : "key \"") + (renamed == names.end() ? name : renamed->second) +
+                                      "\": \"" + value + "\" is not valid: expected " + expected);
+  };
   field(l.count >= 1 && l.count <= kMaxTasks, "count", std::to_string(l.count), "1 to 1000 workers");
   field(matches(l.job_name, "[A-Za-z0-9_.-]{1,64}"), "job_name", l.job_name, "1 to 64 of A-Z a-z 0-9 _ . -");
   field(matches(l.partition, "[A-Za-z0-9_.,-]{0,128}"), "partition", l.partition, "a partition name (or a comma list)");
@@ -103,6 +106,8 @@ void check_worker_launch(const WorkerLaunch& l) {
     for (const char* own : kOwnOptions)
       field(name != own, "extra_options", o, "an option other than those the launch sets itself (" + name + ")");
   }
+  field(l.drain_before_s >= 0 && l.drain_before_s <= 65535, "drain_before_s", std::to_string(l.drain_before_s),
+        "0 to 65535 seconds");
   field(!l.command.empty() && l.command.size() <= kMaxArgs, "command", std::to_string(l.command.size()) + " words",
         "1 to 256 words");
   for (const auto& a : l.command)
@@ -139,6 +144,8 @@ std::vector<std::string> sbatch_arguments(const WorkerLaunch& l, const std::stri
   opt("--time", l.time_limit);
   opt("--account", l.account);
   opt("--qos", l.qos);
+  // B: the signal goes to the batch shell, which is the worker itself (the script execs it).
+  opt("--signal", l.drain_before_s > 0 ? "B:USR1@" + std::to_string(l.drain_before_s) : "");
   a.insert(a.end(), l.extra_options.begin(), l.extra_options.end());
   a.push_back(script_path);
   return a;

@@ -9,6 +9,7 @@
 // implements the same three calls. Torch-free, Qt-free.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,7 @@ struct WorkerLaunch {
   std::string time_limit;                   // minutes, or [D-]HH:MM[:SS]
   std::string account, qos;
   std::vector<std::string> extra_options;   // more sbatch options, each "--name" or "--name=value" (at most 32)
+  int drain_before_s = 0;                   // Slurm sends the worker SIGUSR1 this long before the time limit (0: never)
   std::vector<std::string> command;         // what each task runs, as argv (the first word found on the node's PATH)
   std::string script_dir;                   // an absolute folder for the batch script (the run folder's)
   std::string log_dir;                      // an absolute folder for each task's output
@@ -74,7 +76,8 @@ private:
 };
 
 // The pieces, for tests. Each throws grpo::Error naming the field and what it must be.
-void check_worker_launch(const WorkerLaunch& launch);
+// `names` renames fields in the errors (e.g. {"partition", "slurm_partition"}: a run config's keys).
+void check_worker_launch(const WorkerLaunch& launch, const std::map<std::string, std::string>& names = {});
 std::vector<std::string> sbatch_arguments(const WorkerLaunch& launch, const std::string& script_path);
 std::string worker_batch_script(const WorkerLaunch& launch);
 std::string shell_quote(const std::string& word);

@@ -91,6 +91,20 @@ struct TrainConfig {
   bool discovery = false;              // listen for signed worker beacons
   std::string discovery_address = "239.255.77.42:29517";  // UDP multicast group:port of beacons
   double worker_timeout_s = 60;        // a completion request slower than this takes the worker out
+  std::string serve;                   // "HOST:PORT": the run's HTTP endpoint (workers join there); "" = none
+  // workers launched through Slurm (core/cluster/slurm.h, core/run/worker_fleet.h)
+  int64_t slurm_workers = 0;           // array tasks asked for at start (0: none)
+  std::string slurm_partition, slurm_gres, slurm_mem, slurm_time_limit, slurm_account, slurm_qos;
+  int64_t slurm_cpus_per_task = 0;     // 0: the partition's default
+  std::vector<std::string> slurm_sbatch_options;  // more sbatch options, "--name[=value]" each
+  std::vector<std::string> slurm_worker_args;     // more `grpo worker` flags, e.g. [--threads, "4"]
+  std::string slurm_worker_listen = "0.0.0.0:0";  // where each worker listens on its node
+  std::string slurm_worker_program;    // the grpo binary on the nodes ("" = this program's own path)
+  std::string slurm_trainer_url;       // where workers join ("" = the serve endpoint's URL)
+  std::string slurm_bin_dir;           // the folder of sbatch, squeue, scancel ("" = PATH)
+  int64_t slurm_max_resubmits = 3;     // replacements of ended tasks over the run
+  double slurm_poll_s = 10;            // how often squeue is asked
+  int64_t slurm_drain_s = 120;         // Slurm signals a worker this long before its time limit (0: never)
   // rewards
   nlohmann::json reward_funcs = nlohmann::json::array({{{"name", "accuracy"}}});
   std::vector<double> reward_weights;  // empty = all 1

@@ -44,6 +44,9 @@ struct WorkerInfo {
   double tok_s = 0;            // completion tokens per second over the last snapshot interval
   double affinity = 0;         // affinity_hits / dispatched (0 before any dispatch)
   std::string last_error;
+  // A worker launched through a scheduler (core/run/worker_fleet.h): its task ("123_4") and what the
+  // scheduler says of it. A task that has not joined yet (pending) is a row with no url.
+  std::string job, job_state, job_reason, job_node, job_time_left;
   bool operator==(const WorkerInfo&) const = default;
 };
 

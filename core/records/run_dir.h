@@ -94,6 +94,10 @@ public:
   static constexpr const char* kAdaptersDir = "adapters";
   static constexpr const char* kCheckpointsDir = "checkpoints";
   static constexpr const char* kExportDir = "export";
+  // Workers launched through Slurm: the jobs the run owns (cancelled at its end, or by the next
+  // start after a crash) and a folder for their batch script, logs and the token copy they read.
+  static constexpr const char* kSlurmJobsFile = "slurm-jobs.json";
+  static constexpr const char* kSlurmDir = "slurm";
   // Bounds on reads: a config is small; a JSONL file is read whole only up to 1 GiB (JsonlTail
   // reads any size in chunks); read_samples looks at most kMaxSamplesWindow bytes back.
   static constexpr size_t kMaxConfigBytes = size_t(16) << 20;
@@ -113,6 +117,8 @@ public:
   std::string metrics_path() const { return path(kMetricsFile); }
   std::string events_path() const { return path(kEventsFile); }
   std::string samples_path() const { return path(kSamplesFile); }
+  std::string slurm_jobs_path() const { return path(kSlurmJobsFile); }
+  std::string slurm_dir() const { return path(kSlurmDir); }
 
   // ---- names: the one place that writes and parses "policy-v<N>" and "step-<S>" ----
   static std::string adapter_name(int64_t version);  // "policy-v3"

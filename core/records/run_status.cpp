@@ -3,9 +3,23 @@
 #include <cstdio>
 
 #include "core/common/json_fields.h"
+#include "core/records/engine_types.h"
 #include "core/records/run_dir.h"
 
 namespace grpo::run {
+
+// The state's name, as /grpo/run, the events and the views write it (engine_types.h).
+const char* to_string(EngineState s) {
+  switch (s) {
+    case EngineState::Idle: return "idle";
+    case EngineState::Running: return "running";
+    case EngineState::Paused: return "paused";
+    case EngineState::Stopping: return "stopping";
+    case EngineState::Finished: return "finished";
+    case EngineState::Failed: return "failed";
+  }
+  return "?";
+}
 
 nlohmann::json read_run_status(const std::string& run_dir) {
   const RunFolder run = RunFolder::open_existing(run_dir);  // reads only: creates nothing

@@ -49,18 +49,6 @@ private:
 
 }  // namespace
 
-const char* to_string(EngineState s) {
-  switch (s) {
-    case EngineState::Idle: return "idle";
-    case EngineState::Running: return "running";
-    case EngineState::Paused: return "paused";
-    case EngineState::Stopping: return "stopping";
-    case EngineState::Finished: return "finished";
-    case EngineState::Failed: return "failed";
-  }
-  return "?";
-}
-
 Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions options)
     : opts_(std::move(options)), dir_(run_dir), run_(prepare_run(std::move(cfg), /*fresh_start=*/!opts_.resume)) {
   // An event's "seq" numbers it within the run, across resumes: one past the largest in the file.
@@ -81,9 +69,12 @@ Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions 
   write_resolved_config(dir_, config(), run_.policy);
   for (int i = 0; i < opts_.local_generators; ++i)
     add_source(std::make_unique<LocalGenerator>(run_.policy, "local-" + std::to_string(i), version_.load()));
-  if (!config().worker_urls.empty() || config().discovery) {  // remote workers: one source over the router
+  // Remote workers (by URL, discovered, or launched through Slurm and joining): one source over the router.
+  if (!config().worker_urls.empty() || config().discovery || config().slurm_workers > 0) {
     auto remote = remote_options_from_config(config(), run_dir);
     remote.on_event = [this](const nlohmann::json& e) { event(e); };
+    remote.joins = true;
+    if (config().slurm_workers > 0) remote.wait_for_workers_s = 300;  // queued jobs: warn less often
     add_source(std::make_unique<RemoteSource>(std::move(remote)));
   }
 }
@@ -91,6 +82,11 @@ Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions 
 Engine::~Engine() {
   stop();
   if (pipeline_) pipeline_->join();
+  try {
+    stop_fleet();
+  } catch (const std::exception& e) {
+    log_error(std::string("engine: ") + e.what());
+  }
 }
 
 void Engine::add_source(std::unique_ptr<RolloutSource> source) {
@@ -134,14 +130,6 @@ HeldEvents Engine::held_events() {
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(dir_.events_path(), ec);
   return {ec ? 0 : static_cast<uint64_t>(bytes), unwritten_events_};
-}
-
-std::vector<WorkerInfo> Engine::workers() const {
-  std::vector<WorkerInfo> out;
-  for (const auto& s : sources_)  // fixed from the constructor on
-    if (auto* r = dynamic_cast<RemoteSource*>(s.get()))
-      for (auto& w : r->workers()) out.push_back(std::move(w));
-  return out;
 }
 
 nlohmann::json Engine::config_schema() const { return grpo::config_schema_json(grpo::train_config_schema()); }
@@ -362,6 +350,15 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
   for (auto& s : sources_) local += dynamic_cast<LocalGenerator*>(s.get()) ? 1 : 0;
   BlasThreadScope blas_threads(1 + local);
   start_pipeline();
+  try {
+    start_fleet();
+  } catch (const std::exception& e) {  // no workers and nothing else to generate: the run ends here
+    stop();
+    pipeline_->join();
+    state_ = EngineState::Failed;
+    event({{"event", "error"}, {"message", e.what()}});
+    throw;
+  }
   StepLogger logger(dir_, [this](const std::string& what, const std::function<void()>& write) { bucket_write(what, write); });
   ThroughputAdvisor advisor;
   bool unpublished = false;
@@ -427,6 +424,7 @@ std::string Engine::finish_run(const std::string& failure, bool unpublished) {
   const bool stopped_early = step_.load() < config().max_steps;
   stop();
   pipeline_->join();
+  stop_fleet();  // no job of the run is left behind, failed or not
   if (!failure.empty()) {
     state_ = EngineState::Failed;
     event({{"event", "error"}, {"message", failure}});

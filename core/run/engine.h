@@ -31,9 +31,12 @@
 #include "core/run/rollout_pipeline.h"
 #include "core/run/rollout_source.h"
 #include "core/run/run_setup.h"
+#include "core/run/worker_fleet.h"
 #include "core/serve/run_control.h"
 
 namespace grpo::run {
+
+class RemoteSource;
 
 struct EngineOptions {
   int local_generators = 1;  // in-process rollout sources sharing the base weights
@@ -61,6 +64,15 @@ public:
   // Validates `changes` now (an error string names the key and the reason; nothing changes),
   // and applies them at the next step boundary. Returns "" when accepted.
   std::string retune(const nlohmann::json& changes) override;
+
+  // ---- workers (RunControl; engine_workers.cpp, docs/workers.md "Workers on Slurm") ----
+  bool join_worker(const JoinRequest& request) override;
+  void leave_worker(const std::string& url) override;
+  std::string launch_workers(int count, const nlohmann::json& overrides) override;
+  void cancel_workers(const std::string& job) override;
+  // Where Slurm-launched workers join: the run endpoint's public URL (or slurm_trainer_url, which
+  // wins). Before run(); a run with slurm_workers and no such URL fails at start, saying so.
+  void set_join_url(const std::string& url);
 
   // Greedy accuracy of the trainer's current weights on up to `limit` eval examples (0: the
   // config's eval_size, or all); NaN without an eval split. Trainer thread, or before run().
@@ -96,6 +108,12 @@ private:
   // I/O error) the run pauses here and retries with backoff (engine.cpp). `what` names it.
   void bucket_write(const std::string& what, const std::function<void()>& write);
   int64_t restore_from_checkpoint();  // returns the next group id to hand out
+  // Slurm-launched workers (engine_workers.cpp): orphans of a killed trainer cancelled, the first
+  // job submitted (run() start), every job cancelled (finish_run).
+  RemoteSource* remote() const;
+  std::shared_ptr<WorkerFleet> make_fleet(int count);
+  void start_fleet();
+  void stop_fleet();
 
   EngineOptions opts_;
   RunDirectory dir_;
@@ -121,6 +139,9 @@ private:
   std::mutex events_mu_;
   std::deque<nlohmann::json> unwritten_events_;  // the events file refused them (bucket full): retried
   int64_t next_event_seq_ = 0;  // each event's identity, "seq" (docs/formats.md); guarded by events_mu_
+  mutable std::mutex fleet_mu_;         // fleet_'s creation (run() or a launch) against its readers
+  std::shared_ptr<WorkerFleet> fleet_;
+  std::string join_url_;
   std::atomic<EngineState> state_{EngineState::Idle};
   std::atomic<int64_t> step_{0}, version_{0};
 };

@@ -166,6 +166,7 @@ void EngineSession::start(const grpo::TrainConfig& cfg, const std::string& run_d
   resolved.output_dir = run_dir;
   resolved.validate("run config");
   if (!options.serve.empty()) (void)parse_host_port(options.serve, "serve address");
+  if (!resolved.serve.empty()) (void)parse_host_port(resolved.serve, "serve");
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->active = true;
   impl_->want_pause = impl_->want_stop = false;
@@ -174,7 +175,7 @@ void EngineSession::start(const grpo::TrainConfig& cfg, const std::string& run_d
   impl_->error.clear();
   impl_->step = 0;
   impl_->state = EngineState::Idle;
-  impl_->serve_request = options.serve;
+  impl_->serve_request = options.serve.empty() ? resolved.serve : options.serve;  // the run config's serve key otherwise
   impl_->engine_gone = false;
   impl_->link.clear();
   impl_->token_file = resolved.cluster_token_file;
@@ -329,7 +330,7 @@ std::string EngineSession::worker_command(WorkerAction action, const std::string
   if (!impl_->engine) return impl_->active ? "the model is still loading: try again once the run has started"
                                            : "no run is active";
   RemoteSource* r = remote_of(impl_->engine);
-  if (!r) return "this run has no remote workers (it started without worker URLs or discovery)";
+  if (!r) return "this run has no remote workers (it started without worker URLs, discovery or Slurm workers)";
   r->command(action, url);
   return "";
 }
@@ -343,6 +344,7 @@ std::string EngineSession::Impl::start_serving_locked(std::string host_port) {
     ro.max_steps = max_steps;
     auto e = std::make_unique<RunEndpoint>(*engine, ro);
     e->start();
+    engine->set_join_url(e->public_url());  // where Slurm-launched workers join
     link = dashboard_url(e->url(), ro.bearer_token);
     endpoint = std::move(e);
     return "";

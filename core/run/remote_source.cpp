@@ -71,8 +71,8 @@ RemoteSourceOptions remote_options_from_config(const grpo::TrainConfig& cfg, con
 
 RemoteSource::RemoteSource(RemoteSourceOptions options, std::string name)
     : opts_(std::move(options)), name_(std::move(name)), keep_versions_(opts_.keep_versions) {
-  check(!opts_.worker_urls.empty() || opts_.discovery, name_, "no worker URLs and discovery is off",
-        "set worker_urls or discovery: true");
+  check(!opts_.worker_urls.empty() || opts_.discovery || opts_.joins, name_, "no worker URLs and discovery is off",
+        "set worker_urls, discovery: true or slurm_workers");
 }
 
 RemoteSource::~RemoteSource() {
@@ -175,12 +175,13 @@ void RemoteSource::take_up_new_version() {
   loaded_version_ = version;
 }
 
-void RemoteSource::wait_for_a_worker() {
+void RemoteSource::wait_for_a_worker(const std::function<bool()>& stop) {
   start_in_this_thread();
   if (directory_) directory_->poll();
   // No worker yet: wait in short slices, taking in announced workers between them.
   const auto wait_until = std::chrono::steady_clock::now() + std::chrono::duration<double>(opts_.wait_for_workers_s);
   while (router_->workers_up() == 0 && std::chrono::steady_clock::now() < wait_until) {
+    if (stop && stop()) return;  // the run is stopping: nothing to wait for
     router_->wait_for_workers(1, 0.5);
     if (directory_) directory_->poll();
   }
@@ -320,9 +321,9 @@ void RemoteSource::collect(StreamState& st, double wait_s, const StreamHooks& ho
   }
 }
 
-bool RemoteSource::tend_workers() {
+bool RemoteSource::tend_workers(const std::function<bool()>& stop) {
   try {
-    if (router_ == nullptr || router_->workers_up() == 0) wait_for_a_worker();
+    if (router_ == nullptr || router_->workers_up() == 0) wait_for_a_worker(stop);
     else take_up_new_version();
     if (directory_) directory_->poll();
   } catch (const Error& e) {  // no worker for now: what is out still finishes or times out
@@ -378,7 +379,7 @@ void RemoteSource::end_stream(StreamState& st, const StreamHooks& hooks) {
 void RemoteSource::stream(const StreamHooks& hooks) {
   StreamState st;
   while (!hooks.stop()) {
-    if (!tend_workers()) {  // could not even start (e.g. the discovery port): try again shortly
+    if (!tend_workers(hooks.stop)) {  // could not even start (e.g. the discovery port): try again shortly
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       continue;
     }
@@ -406,6 +407,7 @@ std::vector<WorkerInfo> RemoteSource::workers() const {
     i.tokens = w.tokens;
     i.affinity = w.dispatched > 0 ? static_cast<double>(w.affinity_hits) / static_cast<double>(w.dispatched) : 0.0;
     i.last_error = w.last_error;
+    if (auto job = jobs_.find(w.url); job != jobs_.end()) i.job = job->second;
     out.push_back(std::move(i));
   }
   return out;
@@ -420,6 +422,23 @@ void RemoteSource::command(WorkerAction action, const std::string& url) {
   using K = cluster::WorkerCommand;
   const K::Kind kinds[] = {K::Add, K::Remove, K::Drain, K::Pause, K::Resume};
   router_->request({kinds[static_cast<int>(action)], url});
+}
+
+void RemoteSource::join(const std::string& url, const std::string& name, const std::string& job) {
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    if (!name.empty()) names_[url] = name;
+    if (!job.empty()) jobs_[url] = job;
+  }
+  command(WorkerAction::Add, url);
+}
+
+std::vector<std::string> RemoteSource::urls_of_job(const std::string& job) const {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  std::vector<std::string> out;
+  for (const auto& [url, j] : jobs_)
+    if (j == job) out.push_back(url);
+  return out;
 }
 
 RemoteAccounting RemoteSource::accounting() const {

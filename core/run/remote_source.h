@@ -45,6 +45,7 @@ struct RemoteSourceOptions {
   double worker_timeout_s = 60;         // per completion request
   int64_t vocab_size = 0;               // the base model's (config.json); > 0: answers are checked
   double wait_for_workers_s = 30;       // how long generate() waits for a first worker
+  bool joins = false;                   // workers may join by themselves (join()): none needed at start
   int64_t keep_versions = 5;            // registered on workers: max_staleness + 1
   std::string run_dir;                  // its events file gets the final accounting
   std::function<void(const nlohmann::json&)> on_event;
@@ -85,10 +86,17 @@ public:
   // them), and an operator command queued into the router, applied between its dispatches.
   std::vector<WorkerInfo> workers() const;
   void command(WorkerAction action, const std::string& url);
+  // A worker that asked to join (POST /grpo/workers/join): added as a worker URL is, probed first,
+  // shown under `name`, and tied to its scheduler task `job` ("" = none). Again for a URL already
+  // known: a no-op, so a worker may repeat its join as a heartbeat. Any thread.
+  void join(const std::string& url, const std::string& name, const std::string& job);
+  // The URLs of the workers that joined from scheduler task `job` ("123_4"). Any thread.
+  std::vector<std::string> urls_of_job(const std::string& job) const;
 
 private:
   void start_in_this_thread();
-  void wait_for_a_worker();  // throws when none is up after wait_for_workers_s
+  // Throws when none is up after wait_for_workers_s; returns early (quietly) once `stop` says so.
+  void wait_for_a_worker(const std::function<bool()>& stop = {});
   std::vector<cluster::CompletionRequest> requests_for(const RolloutRequest& r, const rollout::SamplingParams& params,
                                                        const std::string& model) const;
   rollout::Completion to_completion(const cluster::CompletionOutcome& o);
@@ -97,7 +105,7 @@ private:
   std::string model_for(int64_t version) const;
   // stream()'s parts: the groups it has out, and what it does with them (remote_source.cpp).
   struct StreamState;
-  bool tend_workers();  // waits for a worker or takes up a new version; false while no router exists
+  bool tend_workers(const std::function<bool()>& stop);  // waits for a worker or takes up a new version; false while no router exists
   void refill(StreamState& st, const StreamHooks& hooks);
   void collect(StreamState& st, double wait_s, const StreamHooks& hooks);
   void settle(StreamState& st, int64_t group_id, const StreamHooks& hooks);
@@ -120,7 +128,8 @@ private:
   std::set<int64_t> seen_groups_;
   mutable std::mutex view_mu_;  // router_'s creation against workers()/command() from other threads
   std::vector<std::pair<WorkerAction, std::string>> early_;  // commands given before the router existed
-  std::map<std::string, std::string> names_;  // url -> the name discovery announced
+  std::map<std::string, std::string> names_;  // url -> the name discovery announced, or a joined worker's
+  std::map<std::string, std::string> jobs_;   // url -> the scheduler task a joined worker runs in
 };
 
 }  // namespace grpo::run

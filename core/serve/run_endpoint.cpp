@@ -5,6 +5,9 @@
 #include <atomic>
 #include <filesystem>
 #include <system_error>
+#include <tuple>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +15,7 @@
 #include "core/cluster/http_server.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/common/json_fields.h"
 #include "core/common/json_limits.h"
 #include "core/common/strings.h"
 #include "core/records/run_dir.h"
@@ -73,7 +77,70 @@ std::string bucket_file(const RunFolder& run, const std::string& request_path) {
 
 json ok() { return {{"ok", true}}; }
 
+// A control route's body: a JSON object of bounded depth; HttpError 400 naming the route otherwise.
+json body_object(const HttpRequest& req, const std::string& what, const std::string& example) {
+  if (json_depth(req.body) > kMaxJsonDepth)
+    throw HttpError(400, what + ": the body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  json j = json::parse(req.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw HttpError(400, what + ": the body must be a JSON object, e.g. " + example);
+  return j;
+}
+
+// grpo::Error from the run (a field, the scheduler's words) as 400, "no remote workers" as 409.
+template <typename F>
+void as_http_errors(int status, F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    throw HttpError(status, e.what());
+  }
+}
+
+bool plain_label(const std::string& s, size_t max) {
+  return s.size() <= max && std::all_of(s.begin(), s.end(), [](unsigned char c) { return c >= 0x20 && c < 0x7f; });
+}
+
+std::string worker_url(const json& j, const std::string& peer, const std::string& what) {
+  const json* port = json_field(j, "port");
+  check(port && port->is_number_integer() && port->get<int64_t>() >= 1 && port->get<int64_t>() <= 65535, what,
+        "field \"port\": expected the port the worker listens on, 1 to 65535");
+  const std::string scheme = json_string(j, "scheme", "http");
+  check(scheme == "http" || scheme == "https", what, "field \"scheme\": expected \"http\" or \"https\"");
+  std::string host = peer;
+  if (starts_with(host, "::ffff:") && host.find('.') != std::string::npos) host = host.substr(7);  // IPv4-mapped
+  check(!host.empty() && plain_label(host, 64), what, "the request's address is unknown");
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return scheme + "://" + host + ":" + std::to_string(port->get<int64_t>());
+}
+
 }  // namespace
+
+JoinRequest parse_join_request(const std::string& body, const std::string& peer) {
+  const std::string what = "join";
+  check(json_depth(body) <= kMaxJsonDepth, what, "the body nests too deep");
+  const json j = json::parse(body, nullptr, false);
+  check(!j.is_discarded() && j.is_object(), what, "the body must be a JSON object, e.g. {\"port\": 41234}");
+  JoinRequest r;
+  r.url = worker_url(j, peer, what);
+  for (const auto& [key, field, max] : {std::tuple<const char*, std::string*, size_t>{"name", &r.name, 128},
+                                        {"job", &r.job, 40}, {"node", &r.node, 255}}) {
+    const json* v = json_field(j, key);
+    if (!v) continue;
+    check(v->is_string() && plain_label(v->get<std::string>(), max), what,
+          std::string("field \"") + key + "\": expected printable text of at most " + std::to_string(max) + " bytes");
+    *field = v->get<std::string>();
+  }
+  check(r.job.empty() || (r.job.find_first_not_of("0123456789_") == std::string::npos && r.job.front() != '_'), what,
+        "field \"job\": expected a scheduler task id such as 123 or 123_4");
+  return r;
+}
+
+std::string parse_leave_request(const std::string& body, const std::string& peer) {
+  check(json_depth(body) <= kMaxJsonDepth, "leave", "the body nests too deep");
+  const json j = json::parse(body, nullptr, false);
+  check(!j.is_discarded() && j.is_object(), "leave", "the body must be a JSON object, e.g. {\"port\": 41234}");
+  return worker_url(j, peer, "leave");
+}
 
 std::pair<std::string, uint16_t> parse_host_port(const std::string& s, const std::string& what) {
   const auto colon = s.rfind(':');
@@ -89,6 +156,46 @@ std::pair<std::string, uint16_t> parse_host_port(const std::string& s, const std
   check(p <= 65535, what, "\"" + s + "\": the port must be a number 0..65535", hint);
   return {host, static_cast<uint16_t>(p)};
 }
+
+namespace {
+
+// Workers (docs/workers.md, "Workers on Slurm"). Join and leave come from workers; launch and
+// cancel from the app or `grpo workers`. All need the cluster token, as every route here.
+void add_worker_routes(cluster::HttpServer& server, RunControl* live) {
+  // sbatch and scancel take seconds: on the handler pool, never on the network thread.
+  const cluster::RouteOptions kSlow{.blocking = true};
+  server.route("POST", "/grpo/workers/join", [=](const HttpRequest& req, Reply reply) {
+    JoinRequest r;
+    as_http_errors(400, [&] { r = parse_join_request(req.body, req.peer); });
+    as_http_errors(409, [&] { live->join_worker(r); });
+    reply.send(HttpResponse::json(200, {{"ok", true}, {"url", r.url}}));
+  });
+  server.route("POST", "/grpo/workers/leave", [=](const HttpRequest& req, Reply reply) {
+    std::string url;
+    as_http_errors(400, [&] { url = parse_leave_request(req.body, req.peer); });
+    as_http_errors(409, [&] { live->leave_worker(url); });
+    reply.send(HttpResponse::json(200, {{"ok", true}, {"url", url}}));
+  });
+  server.route("POST", "/grpo/workers/launch", [=](const HttpRequest& req, Reply reply) {
+    json j = body_object(req, "launch", "{\"count\": 2}");
+    const json* count = json_field(j, "count");
+    if (!count || !count->is_number_integer() || count->get<int64_t>() < 1 || count->get<int64_t>() > 1000)
+      throw HttpError(400, "launch: field \"count\": expected the number of workers, 1 to 1000");
+    const int n = count->get<int>();
+    j.erase("count");
+    std::string job;
+    as_http_errors(400, [&] { job = live->launch_workers(n, j); });
+    reply.send(HttpResponse::json(200, {{"ok", true}, {"job", job}}));
+  }, kSlow);
+  server.route("POST", "/grpo/workers/cancel", [=](const HttpRequest& req, Reply reply) {
+    const json j = body_object(req, "cancel", "{\"job\": \"124\"}");
+    const std::string job = json_string(j, "job");
+    as_http_errors(400, [&] { live->cancel_workers(job); });
+    reply.send(HttpResponse::json(200, ok()));
+  }, kSlow);
+}
+
+}  // namespace
 
 RunEndpoint::RunEndpoint(RunControl& run, RunEndpointOptions options)
     : run_(run), options_(std::move(options)), run_dir_(run.run_dir()) {}
@@ -165,6 +272,7 @@ void RunEndpoint::start() {
     if (!err.empty()) throw HttpError(400, err);
     reply.send(HttpResponse::json(200, ok()));
   });
+  add_worker_routes(*server_, live);
   // The browser view (issue 19): the page at / and the /grpo/dashboard/* routes it reads.
   add_dashboard_routes(*server_, {.run_dirs = {dir},
                                   .live_state = live_state,
@@ -180,5 +288,16 @@ void RunEndpoint::stop() {
 }
 
 std::string RunEndpoint::url() const { return server_ ? server_->url() : std::string(); }
+
+std::string RunEndpoint::public_url() const {
+  const std::string u = url();
+  const std::string& h = options_.host;
+  if (u.empty() || !(h.empty() || h == "0.0.0.0" || h == "::" || h == "[::]")) return u;
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || !name[0]) return u;
+  const auto scheme_end = u.find("://") + 3;
+  const auto port = u.rfind(':');
+  return u.substr(0, scheme_end) + name + u.substr(port);
+}
 
 }  // namespace grpo::run

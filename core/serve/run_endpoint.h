@@ -19,6 +19,15 @@
 //   POST /grpo/run/pause|resume|stop   -> {"ok":true}
 //   POST /grpo/run/retune        body: a JSON object of TRL keys -> {"ok":true}, or 400 with the
 //                                engine's error text (naming the key)
+//   POST /grpo/workers/join      a worker joins (docs/workers.md, "Workers on Slurm"): body
+//                                {"port": 41234, "scheme": "http", "name": "...", "job": "123_4",
+//                                 "node": "gpu07"} -> {"ok":true,"url":"http://<its address>:41234"};
+//                                400 naming the field; 409 when the run takes no remote workers
+//   POST /grpo/workers/leave     body {"port", "scheme"}: the worker at that address leaves now
+//   POST /grpo/workers/launch    body {"count": N, and launch fields to change: "partition",
+//                                "gres", "cpus_per_task", "mem", "time_limit", "account", "qos"}
+//                                -> {"ok":true,"job":"124"}; 400 with the field or sbatch's words
+//   POST /grpo/workers/cancel    body {"job": "124"}: that job's workers leave, not replaced
 #pragma once
 
 #include <cstdint>
@@ -45,6 +54,14 @@ struct RunEndpointOptions {
 // "HOST:PORT" (also "[::1]:PORT"); throws grpo::Error naming `what` when malformed.
 std::pair<std::string, uint16_t> parse_host_port(const std::string& s, const std::string& what);
 
+struct JoinRequest;
+// A join request's body checked, with the URL the worker is reached at: `peer` (the address the
+// request came from; an IPv4-mapped IPv6 address is written as IPv4) and the body's port and
+// scheme. Throws grpo::Error naming the field and what it must be.
+JoinRequest parse_join_request(const std::string& body, const std::string& peer);
+// The worker URL a leave request names (its "port" and "scheme", from `peer`).
+std::string parse_leave_request(const std::string& body, const std::string& peer);
+
 class RunEndpoint {
 public:
   // `run` must outlive the endpoint (stop() or destroy it before the run).
@@ -56,6 +73,9 @@ public:
   void start();  // throws grpo::Error naming the address when it cannot listen
   void stop();
   std::string url() const;  // "http://127.0.0.1:PORT" after start()
+  // The URL workers on other machines reach it at: url() with this machine's host name in place
+  // of an any-address host (0.0.0.0, ::).
+  std::string public_url() const;
 
 private:
   RunControl& run_;

@@ -1,0 +1,285 @@
+// Workers launched through a real Slurm (issue 29): the real `grpo train` on
+// resources/examples/slurm-demo.yaml asks a real single-node cluster (slurm_cluster.h) for two
+// `grpo worker` jobs, which join the run over its endpoint and generate all its rollouts.
+//   - the run trains on them; `scancel` of one: the run goes on, the task is replaced, events say so;
+//   - SIGTERM to the trainer: none of its jobs is left running or queued, the record is empty;
+//   - kill -9 of the trainer, then the same run started again: the orphans are cancelled;
+//   - a partition that does not exist: the run stops at once with sbatch's words and advice, or
+//     trains on with its own generator when it has one;
+//   - join requests as an attacker writes them are refused, naming the field.
+// Every wait is bounded in count and time and waits for an event, never for a while. Loopback only:
+// the trainer serves on 127.0.0.1, the workers listen on 127.0.0.1.
+#include <QtTest>
+
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/cluster/slurm.h"
+#include "core/common/error.h"
+#include "core/serve/run_control.h"
+#include "core/serve/run_endpoint.h"
+#include "tests/cluster/slurm_cluster.h"
+#include "tests/common/child_process.h"
+#include "tests/common/test_paths.h"
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::vector<json> read_jsonl(const std::string& path) {
+  std::vector<json> out;
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_object()) out.push_back(j);
+  }
+  return out;
+}
+
+std::vector<json> events_of(const std::string& run, const std::string& kind) {
+  std::vector<json> out;
+  for (auto& e : read_jsonl(run + "/events.jsonl"))
+    if (e.value("event", "") == kind) out.push_back(e);
+  return out;
+}
+
+int64_t last_step(const std::string& run) {
+  const auto m = read_jsonl(run + "/metrics.jsonl");
+  return m.empty() ? 0 : m.back().value("step", int64_t{0});
+}
+
+// Polls `cond` every 200 ms for at most `seconds`.
+template <typename F>
+bool wait_until(F cond, int seconds) {
+  for (auto until = Clock::now() + std::chrono::seconds(seconds); Clock::now() < until;) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return cond();
+}
+
+double seconds_between(const json& a, const json& b) { return b.value("time", 0.0) - a.value("time", 0.0); }
+
+}  // namespace
+
+class TestSlurmWorkers : public QObject {
+  Q_OBJECT
+
+  std::unique_ptr<slurm_test::SlurmCluster> cluster_;
+  QTemporaryDir tmp_;
+  std::string token_file_;
+
+  grpo::cluster::SlurmLauncher launcher() const {
+    grpo::cluster::SlurmOptions o;
+    o.env = cluster_->env();
+    return grpo::cluster::SlurmLauncher(o);
+  }
+
+  // Tasks of `job` that are still queued or running.
+  int live_tasks(const std::string& job) {
+    int n = 0;
+    for (const auto& t : launcher().poll(job)) n += grpo::cluster::job_state_ended(t.state) ? 0 : 1;
+    return n;
+  }
+
+  // The trainer on the example config, its output in files, loopback only.
+  void start_trainer(grpo::testing::ChildProcess& c, const QString& run, const QStringList& more = {}) {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SLURM_CONF", QString::fromStdString(cluster_->conf()));
+    c.p.setProcessEnvironment(env);
+    c.p.setWorkingDirectory(QString(GRPO_RESOURCES) + "/..");  // the example names the model from the root
+    c.p.setStandardOutputFile(run + ".out", QIODevice::Append);
+    c.p.setStandardErrorFile(run + ".err", QIODevice::Append);
+    QStringList args = {"train"};
+    args << more << "--serve" << "127.0.0.1:0" << "--cluster-token-file" << QString::fromStdString(token_file_)
+         << "--set" << "slurm_worker_listen=127.0.0.1:0" << "--set" << "slurm_poll_s=0.5" << "--set" << "eval_steps=0";
+    c.p.start(GRPO_CLI, args);
+    QVERIFY(c.p.waitForStarted(10000));
+  }
+
+  QString output_of(const QString& run) {
+    return QString::fromUtf8(grpo::testing::slurp(run + ".out") + grpo::testing::slurp(run + ".err")).right(3000);
+  }
+
+  // SIGTERM, then the trainer's graceful stop (its final checkpoint) within 120 s.
+  static bool stop_gracefully(grpo::testing::ChildProcess& c) {
+    ::kill(static_cast<pid_t>(c.p.processId()), SIGTERM);
+    return c.p.waitForFinished(120000);
+  }
+
+private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    cluster_ = std::make_unique<slurm_test::SlurmCluster>();
+    QVERIFY2(cluster_->ok(), cluster_->error().c_str());
+    token_file_ = tmp_.path().toStdString() + "/cluster-token";
+  }
+
+  void cleanupTestCase() { cluster_.reset(); }  // scancel of the test partition, then the daemons by pid
+
+  void joinRequestsAreChecked() {
+    using grpo::run::parse_join_request;
+    const auto r = parse_join_request(R"({"port": 41234, "name": "gpu07-123_4", "job": "123_4", "node": "gpu07"})",
+                                      "::ffff:10.0.3.7");
+    QCOMPARE(r.url, std::string("http://10.0.3.7:41234"));  // the address the request came from
+    QCOMPARE(r.job, std::string("123_4"));
+    QCOMPARE(parse_join_request(R"({"port": 5, "scheme": "https"})", "::1").url, std::string("https://[::1]:5"));
+    QCOMPARE(grpo::run::parse_leave_request(R"({"port": 9})", "127.0.0.1"), std::string("http://127.0.0.1:9"));
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {"{}", "port"},
+        {R"({"port": 0})", "port"},
+        {R"({"port": 65536})", "port"},
+        {R"({"port": "80"})", "port"},
+        {R"({"port": 80.5})", "port"},
+        {R"({"port": 80, "scheme": "ftp"})", "scheme"},
+        {R"({"port": 80, "name": "a\u0007b"})", "name"},
+        {"{\"port\": 80, \"name\": \"" + std::string(200, 'x') + "\"}", "name"},
+        {R"({"port": 80, "job": "12;rm"})", "job"},
+        {R"({"port": 80, "job": "_1"})", "job"},
+        {R"({"port": 80, "node": 7})", "node"},
+        {"[1, 2]", "JSON object"},
+        {"not json", "JSON object"},
+        {std::string(5000, char(91)) + std::string(5000, char(93)), "deep"},  // [ and ]: moc miscounts them as chars
+    };
+    for (const auto& [body, named] : bad) {
+      bool refused = false;
+      try {
+        parse_join_request(body, "127.0.0.1");
+      } catch (const grpo::Error& e) {
+        refused = std::string(e.what()).find(named) != std::string::npos;
+        if (!refused) qWarning("%s -> %s", body.substr(0, 60).c_str(), e.what());
+      }
+      QVERIFY2(refused, ("accepted or unnamed: " + body.substr(0, 60)).c_str());
+    }
+  }
+
+  // The example trains on two launched workers; one is scancelled and replaced; a stop leaves no job.
+  void exampleTrainsOnLaunchedWorkersAndReplacesOne() {
+    const QString run = tmp_.path() + "/run-a";
+    const std::string dir = run.toStdString();
+    grpo::testing::ChildProcess trainer;
+    start_trainer(trainer, run, {"resources/examples/slurm-demo.yaml", "--output", run, "--steps", "100000"});
+    QVERIFY2(wait_until([&] { return events_of(dir, "worker_join").size() >= 2 || trainer.p.state() != QProcess::Running; }, 180),
+             qPrintable("two workers did not join:\n" + output_of(run)));
+    const auto submitted = events_of(dir, "slurm_submitted");
+    QCOMPARE(submitted.size(), size_t(1));
+    QCOMPARE(submitted[0].value("count", 0), 2);
+    const std::string job = submitted[0].value("job", "");
+    auto joins = events_of(dir, "worker_join");
+    std::set<std::string> tasks;
+    for (const auto& j : joins) tasks.insert(j.value("job", ""));
+    QCOMPARE(tasks, (std::set<std::string>{job + "_0", job + "_1"}));
+    for (const auto& j : joins) QVERIFY(j.value("url", "").rfind("http://127.0.0.1:", 0) == 0);
+    // The token reached them as a 0600 file, never on their command line.
+    struct stat st {};
+    QCOMPARE(::stat((dir + "/slurm/cluster-token").c_str(), &st), 0);
+    QCOMPARE(st.st_mode & 0777, 0600u);
+    QVERIFY(grpo::testing::slurp(run + "/slurm/grpo-worker.sbatch").contains("--token-file"));
+    QVERIFY(!grpo::testing::slurp(run + "/slurm/grpo-worker.sbatch").contains(grpo::testing::slurp(QString::fromStdString(token_file_)).trimmed()));
+    // Rollouts come from the workers only (local_generators: 0): the run trains.
+    QVERIFY2(wait_until([&] { return last_step(dir) >= 3; }, 240), qPrintable("no steps:\n" + output_of(run)));
+    qInfo("submit to first join: %.1f s, to both: %.1f s", seconds_between(submitted[0], joins[0]),
+          seconds_between(submitted[0], joins[1]));
+
+    // scancel one task, as a user or the cluster would: the run goes on, the task is replaced.
+    const std::string victim = job + "_1";
+    const auto r = grpo::run_command({"scancel", victim}, {10, 1 << 16, cluster_->env()});
+    QVERIFY2(r.ok(), r.describe().c_str());
+    QVERIFY2(wait_until([&] { return !events_of(dir, "slurm_worker_replaced").empty(); }, 60),
+             qPrintable("no replacement:\n" + output_of(run)));
+    const auto ended = events_of(dir, "slurm_task_ended");
+    QVERIFY(!ended.empty());
+    QCOMPARE(ended[0].value("job", ""), victim);
+    QCOMPARE(ended[0].value("state", ""), std::string("cancelled"));
+    const auto replaced = events_of(dir, "slurm_worker_replaced")[0];
+    QCOMPARE(replaced.value("ended", ""), victim);
+    const std::string replacement = replaced.value("job", "");
+    QVERIFY(!replacement.empty() && replacement != job);
+    QVERIFY2(wait_until([&] {
+               for (const auto& j : events_of(dir, "worker_join"))
+                 if (j.value("job", "").rfind(replacement + "_", 0) == 0) return true;
+               return false;
+             }, 180),
+             qPrintable("the replacement did not join:\n" + output_of(run)));
+    const int64_t at_replacement = last_step(dir);
+    QVERIFY2(wait_until([&] { return last_step(dir) >= at_replacement + 2; }, 240), "the run stopped training");
+    json rejoined;
+    for (const auto& j : events_of(dir, "worker_join"))
+      if (j.value("job", "").rfind(replacement + "_", 0) == 0) rejoined = j;
+    qInfo("scancel to replacement joined: %.1f s", seconds_between(ended[0], rejoined));
+
+    // Stop: every job of the run ends, and the record says none is left.
+    QVERIFY2(stop_gracefully(trainer), "the trainer did not stop");
+    QCOMPARE(trainer.p.exitStatus(), QProcess::NormalExit);
+    for (const auto& j : {job, replacement})
+      QVERIFY2(wait_until([&] { return live_tasks(j) == 0; }, 30), ("job " + j + " still runs after the stop").c_str());
+    QVERIFY(!events_of(dir, "slurm_cancelled").empty());
+    const json record = json::parse(grpo::testing::slurp(run + "/slurm-jobs.json").toStdString(), nullptr, false);
+    QVERIFY(record.is_object() && record["jobs"].empty());
+  }
+
+  // kill -9 leaves the jobs running; the next start of the same run cancels them first.
+  void orphansOfAKilledTrainerAreCancelled() {
+    const QString run = tmp_.path() + "/run-b";
+    const std::string dir = run.toStdString();
+    std::string job;
+    {
+      grpo::testing::ChildProcess trainer;
+      start_trainer(trainer, run, {"resources/examples/slurm-demo.yaml", "--output", run, "--steps", "100000"});
+      QVERIFY2(wait_until([&] { return !events_of(dir, "slurm_submitted").empty() || trainer.p.state() != QProcess::Running; }, 120),
+               qPrintable(output_of(run)));
+      job = events_of(dir, "slurm_submitted").at(0).value("job", "");
+      trainer.p.kill();  // SIGKILL: no stop, no scancel
+      QVERIFY(trainer.p.waitForFinished(10000));
+    }
+    QVERIFY2(live_tasks(job) > 0, "the killed trainer's job is not running: nothing to test");
+    grpo::testing::ChildProcess again;
+    start_trainer(again, run, {"--resume", run, "--steps", "100000"});
+    QVERIFY2(wait_until([&] { return !events_of(dir, "slurm_orphans_cancelled").empty() || again.p.state() != QProcess::Running; }, 120),
+             qPrintable("no orphans cancelled:\n" + output_of(run)));
+    QCOMPARE(events_of(dir, "slurm_orphans_cancelled")[0]["jobs"], json::array({job}));
+    QVERIFY2(wait_until([&] { return live_tasks(job) == 0; }, 30), "the orphan still runs");
+    QVERIFY2(wait_until([&] { return events_of(dir, "slurm_submitted").size() >= 2; }, 60), qPrintable(output_of(run)));
+    const std::string second = events_of(dir, "slurm_submitted")[1].value("job", "");
+    QVERIFY(stop_gracefully(again));
+    QVERIFY2(wait_until([&] { return live_tasks(second) == 0; }, 30), "the second trainer's job still runs");
+  }
+
+  // sbatch refuses the job: the run ends at once, with sbatch's words and what to do.
+  void aRefusedLaunchEndsTheRunWithAdvice() {
+    const QString run = tmp_.path() + "/run-c";
+    grpo::testing::ChildProcess trainer;
+    start_trainer(trainer, run, {"resources/examples/slurm-demo.yaml", "--output", run, "--set", "slurm_partition=nosuch"});
+    QVERIFY(trainer.p.waitForFinished(120000));
+    QVERIFY(trainer.p.exitCode() != 0);
+    const QString out = output_of(run);
+    QVERIFY2(out.contains("sbatch") && out.contains("Invalid partition"), qPrintable(out));  // sbatch's own words
+    const auto failed = events_of(run.toStdString(), "slurm_submit_failed");
+    QCOMPARE(failed.size(), size_t(1));
+    QVERIFY(failed[0].value("advice", "").find("no other rollout source") != std::string::npos);
+
+    // With a generator of its own, the same refusal is a marked error and the run trains on.
+    const QString run2 = tmp_.path() + "/run-d";
+    grpo::testing::ChildProcess other;
+    start_trainer(other, run2, {"resources/examples/slurm-demo.yaml", "--output", run2, "--steps", "2", "--set",
+                                "slurm_partition=nosuch", "--set", "local_generators=1"});
+    QVERIFY(other.p.waitForFinished(300000));
+    QVERIFY2(other.p.exitStatus() == QProcess::NormalExit && other.p.exitCode() == 0, qPrintable(output_of(run2)));
+    const auto goes_on = events_of(run2.toStdString(), "slurm_submit_failed");
+    QCOMPARE(goes_on.size(), size_t(1));
+    QVERIFY(goes_on[0].value("advice", "").find("goes on") != std::string::npos);
+    QCOMPARE(last_step(run2.toStdString()), int64_t{2});
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSlurmWorkers)
+#include "test_slurm_workers.moc"
