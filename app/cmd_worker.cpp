@@ -9,9 +9,11 @@
 #include <memory>
 
 #include <QCoreApplication>
+#include <QNetworkAccessManager>
 
 #include "app/commands.h"
 #include "core/cluster/cluster_token.h"
+#include "core/cluster/http_call.h"
 #include "core/cluster/tls.h"
 #include "core/cluster/worker_announcer.h"
 #include "core/cluster/worker_joiner.h"
@@ -183,6 +185,69 @@ void add_worker_commands(CLI::App& app) {
     joiner.reset();  // leaves the run first, so the trainer sends nothing more here
     announcer.reset();
     worker.stop();
+  });
+  add_workers_commands(app);
+}
+
+// `grpo workers launch|cancel|list RUN_URL`: a live run's Slurm workers, through its endpoint
+// (POST /grpo/workers/launch, /grpo/workers/cancel; GET /grpo/dashboard/workers).
+void add_workers_commands(CLI::App& app) {
+  struct Args {
+    std::string url, token_file, job;
+    int count = 1, cpus = 0;
+    std::string partition, gres, mem, time_limit, account, qos;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("workers", "A live run's Slurm-launched workers, through its endpoint (grpo train --serve)");
+  cmd->require_subcommand(1);
+  const auto common = [a](CLI::App* c) {
+    c->add_option("RUN_URL", a->url, "The run's endpoint, as `grpo train` printed it (serving run on ...)")->required();
+    c->add_option("--cluster-token-file", a->token_file, "The run's cluster token (default: ~/.config/grpo-studio/cluster-token)");
+  };
+  const auto call = [a](const std::string& method, const std::string& path, const nlohmann::json& body) {
+    const auto qt = make_qt_application();
+    QNetworkAccessManager nam;
+    const std::string token = cluster::read_token_file(a->token_file.empty() ? cluster::default_token_path() : a->token_file);
+    std::string base = a->url.substr(0, a->url.find('#'));
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    const auto r = cluster::http_call(nam, method, base + path, token, body.is_null() ? "" : body.dump(), 60);
+    check(r.ok(), base + path, r.error);
+    const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+    check(!j.is_discarded(), base + path, "the answer is not JSON");
+    return j;
+  };
+  auto* launch = cmd->add_subcommand("launch", "Ask Slurm for more workers for the run (one job array)");
+  common(launch);
+  launch->add_option("--count", a->count, "Workers")->check(CLI::Range(1, 1000))->capture_default_str();
+  launch->add_option("--partition", a->partition, "Partition (default: the run's slurm_partition)");
+  launch->add_option("--gres", a->gres, "GRES per worker, e.g. gpu:1");
+  launch->add_option("--cpus-per-task", a->cpus, "CPUs per worker")->check(CLI::Range(0, 1024));
+  launch->add_option("--mem", a->mem, "Memory per worker, e.g. 16G");
+  launch->add_option("--time", a->time_limit, "Time limit: minutes, or [D-]HH:MM[:SS]");
+  launch->add_option("--account", a->account, "Account");
+  launch->add_option("--qos", a->qos, "QoS");
+  launch->callback([a, call] {
+    nlohmann::json body = {{"count", a->count}};
+    const std::pair<const char*, const std::string*> fields[] = {{"partition", &a->partition}, {"gres", &a->gres},
+        {"mem", &a->mem}, {"time_limit", &a->time_limit}, {"account", &a->account}, {"qos", &a->qos}};
+    for (const auto& [key, value] : fields)
+      if (!value->empty()) body[key] = *value;
+    if (a->cpus > 0) body["cpus_per_task"] = a->cpus;
+    const auto j = call("POST", "/grpo/workers/launch", body);
+    std::cout << "submitted job " << j.value("job", std::string("?")) << ": " << a->count
+              << " worker(s); they join the run as they start" << std::endl;
+  });
+  auto* cancel = cmd->add_subcommand("cancel", "Cancel one of the run's Slurm jobs (its workers leave, not replaced)");
+  common(cancel);
+  cancel->add_option("JOB", a->job, "The job id (123, not the task 123_4)")->required();
+  cancel->callback([a, call] {
+    call("POST", "/grpo/workers/cancel", {{"job", a->job}});
+    std::cout << "cancelled job " << a->job << std::endl;
+  });
+  auto* list = cmd->add_subcommand("list", "The run's workers with their Slurm job, state and time left, as JSON lines");
+  common(list);
+  list->callback([call] {
+    for (const auto& w : call("GET", "/grpo/dashboard/workers", nullptr)) print_json_line(w.dump());
   });
 }
 

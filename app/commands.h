@@ -62,6 +62,7 @@ void add_export_commands(CLI::App& app);    // grpo export (cmd_export.cpp)
 #endif
 #ifdef GRPO_WITH_CLUSTER
 void add_worker_commands(CLI::App& app);    // grpo worker (cmd_worker.cpp)
+void add_workers_commands(CLI::App& app);  // grpo workers launch|cancel|list (cmd_worker.cpp)
 #endif
 #ifdef GRPO_WITH_DOWNLOAD
 void add_download_commands(CLI::App& app);  // grpo download (cmd_download.cpp)

@@ -1,5 +1,7 @@
 #include "ui/engine_controller.h"
 
+#include <QThreadPool>
+
 #include <QTimer>
 
 #include "core/api/util.h"
@@ -110,6 +112,28 @@ void EngineController::stopServing() { session_.stop_serving(); }
 
 QString EngineController::workerCommand(run::WorkerAction action, const QString& url) {
   return QString::fromStdString(session_.worker_command(action, url.toStdString()));
+}
+
+QString EngineController::launchWorkers(int count, const nlohmann::json& overrides) {
+  if (!session_.active()) return tr("no run is active");
+  QThreadPool::globalInstance()->start([this, count, overrides] {
+    std::string job;
+    const std::string err = session_.launch_workers(count, overrides, &job);
+    QMetaObject::invokeMethod(this, [this, job, err] {
+      Q_EMIT workersLaunched(QString::fromStdString(job), QString::fromStdString(err));
+    }, Qt::QueuedConnection);
+  });
+  return {};
+}
+
+QString EngineController::cancelWorkers(const QString& job) {
+  if (!session_.active()) return tr("no run is active");
+  QThreadPool::globalInstance()->start([this, job = job.toStdString()] {
+    const std::string err = session_.cancel_workers(job);
+    QMetaObject::invokeMethod(this, [this, err] { Q_EMIT workersLaunched({}, QString::fromStdString(err)); },
+                              Qt::QueuedConnection);
+  });
+  return {};
 }
 
 // Any thread: asks the GUI thread for one drain, no sooner than kDrainIntervalMs after the last.

@@ -37,6 +37,10 @@ public:
   QString retune(const nlohmann::json& changes);  // "" when accepted
   // Sends an operator command for one worker down to the run's router; "" when queued.
   QString workerCommand(run::WorkerAction action, const QString& url);
+  // Asks the live run for `count` more Slurm workers, off the GUI thread (sbatch may take seconds):
+  // workersLaunched reports the job or why not. "" when asked, else why not at once.
+  QString launchWorkers(int count, const nlohmann::json& overrides);
+  QString cancelWorkers(const QString& job);  // scancel: seconds at most, also off the GUI thread
   // Serves the run's browser view and HTTP API on HOST:PORT (EngineSession::serve); "" when
   // serving or queued until the model has loaded, else why not. servingChanged brings the link.
   QString serve(const QString& hostPort);
@@ -62,6 +66,8 @@ Q_SIGNALS:
   // Serving started (the link, its token in the fragment), ended (link "", error ""), or could not
   // start (link "", the reason).
   void servingChanged(const QString& link, const QString& error);
+  // A launch or cancel from launchWorkers/cancelWorkers ended: the job ("" for a cancel), or why not.
+  void workersLaunched(const QString& job, const QString& error);
 
 private:
   void schedule();

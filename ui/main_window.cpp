@@ -111,6 +111,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(controller_, &EngineController::workersReady, workers_, &WorkersPage::setWorkers);
   connect(controller_, &EngineController::started, this, [this] {
     workers_->setCommandSink([this](run::WorkerAction a, const QString& url) { return controller_->workerCommand(a, url); });
+    workers_->setLaunchSinks([this](int n, const nlohmann::json& o) { return controller_->launchWorkers(n, o); },
+                             [this](const QString& job) { return controller_->cancelWorkers(job); });
+  });
+  connect(controller_, &EngineController::workersLaunched, this, [this](const QString& job, const QString& error) {
+    statusBar()->showMessage(!error.isEmpty() ? tr("Slurm: %1").arg(error)
+                             : job.isEmpty()  ? tr("Slurm job cancelled")
+                                              : tr("Slurm job %1 submitted: its workers join the run").arg(job),
+                             10000);
   });
   connect(remote_, &RemoteRunClient::stepsReady, this, &MainWindow::onSteps);
   connect(remote_, &RemoteRunClient::eventsReady, this, &MainWindow::onEvents);
@@ -334,6 +342,11 @@ bool MainWindow::startRun() {
   for (const auto& url : workers_->urls())
     if (std::find(cfg.worker_urls.begin(), cfg.worker_urls.end(), url.toStdString()) == cfg.worker_urls.end())
       cfg.worker_urls.push_back(url.toStdString());
+  // "Launch on Slurm..." before a run: this run asks for them, and serves itself so they can join.
+  if (const auto& launch = workers_->pendingLaunch()) {
+    launch->applyTo(cfg);
+    if (cfg.serve.empty()) cfg.serve = "0.0.0.0:0";
+  }
   QString dir = setup_->runDirectory();
   if (dir.isEmpty())
     dir = QDir::home().filePath("grpo-studio-runs/run-" + QDateTime::currentDateTime().toString("yyyyMMdd-hhmmss"));
@@ -345,6 +358,7 @@ bool MainWindow::startRun() {
     return false;
   }
   liveConfig_ = cfg.to_json();
+  (void)workers_->takePendingLaunch();  // asked for by this run
   shownRun_ = dir;
   dashboard_->setTitle(tr("Run %1 — loading the model...").arg(dir));
   const double G = static_cast<double>(std::max<int64_t>(1, cfg.num_generations));
@@ -396,6 +410,7 @@ void MainWindow::onEvents(const QVector<::grpo::run::EngineEvent>& events) {
 
 void MainWindow::onFinished(const QString& adapter, const QString& error) {
   workers_->setCommandSink({});
+  workers_->setLaunchSinks({}, {});
   updateActions();
   adapters_->refresh();
   if (!error.isEmpty()) {

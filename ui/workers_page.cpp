@@ -1,6 +1,13 @@
 #include "ui/workers_page.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QSettings>
+#include <QSpinBox>
 #include <QDateTime>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -17,6 +24,8 @@
 
 namespace grpo::ui {
 
+bool askSlurmLaunch(QWidget* parent, SlurmLaunchFields& f, bool live);  // the dialog, below
+
 int WorkerTableModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(rows_.size());
 }
@@ -30,6 +39,9 @@ QVariant WorkerTableModel::data(const QModelIndex& index, int role) const {
       case Name: return w.name;
       case Url: return w.url;
       case Status: return w.status;
+      case Job: return w.job;
+      case Scheduler: return w.jobState;
+      case TimeLeft: return w.timeLeft;
       case Adapter: return w.adapterVersion < 0 ? QVariant(QStringLiteral("—")) : QVariant(QString::fromStdString(::grpo::run::RunFolder::adapter_name(w.adapterVersion)));
       case InFlight: return w.inFlight;
       case TokS: return QString::number(w.tokPerSec, 'f', 0);
@@ -43,18 +55,19 @@ QVariant WorkerTableModel::data(const QModelIndex& index, int role) const {
 
 QVariant WorkerTableModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, o, role);
-  static const char* names[] = {"name", "URL", "status", "adapter", "in flight", "tok/s", "affinity", "last error"};
+  static const char* names[] = {"name", "URL", "status", "job", "scheduler", "time left", "adapter",
+                                "in flight", "tok/s", "affinity", "last error"};
   return section >= 0 && section < ColumnCount ? QVariant(tr(names[section])) : QVariant();
 }
 
-int WorkerTableModel::find(const QString& url) const {
+int WorkerTableModel::find(const QString& key) const {
   for (size_t i = 0; i < rows_.size(); ++i)
-    if (rows_[i].url == url) return static_cast<int>(i);
+    if (rows_[i].key() == key) return static_cast<int>(i);
   return -1;
 }
 
 bool WorkerTableModel::upsert(const WorkerRow& row) {
-  const int i = find(row.url);
+  const int i = find(row.key());
   if (i >= 0) {
     rows_[static_cast<size_t>(i)] = row;
     Q_EMIT dataChanged(index(i, 0), index(i, ColumnCount - 1));
@@ -68,8 +81,8 @@ bool WorkerTableModel::upsert(const WorkerRow& row) {
   return true;
 }
 
-bool WorkerTableModel::remove(const QString& url) {
-  const int i = find(url);
+bool WorkerTableModel::remove(const QString& key) {
+  const int i = find(key);
   if (i < 0) return false;
   beginRemoveRows({}, i, i);
   rows_.erase(rows_.begin() + i);
@@ -108,6 +121,17 @@ WorkersPage::WorkersPage(QWidget* parent) : QWidget(parent) {
   bar->addWidget(pause_);
   bar->addWidget(resume_);
   lay->addLayout(bar);
+  auto* slurm = new QHBoxLayout;
+  launch_ = new QPushButton(tr("Launch on Slurm..."));
+  launch_->setObjectName("launchSlurm");
+  launch_->setToolTip(tr("Ask Slurm for rollout workers (one job array); they join the run over its endpoint"));
+  cancel_ = new QPushButton(tr("Cancel job"));
+  cancel_->setObjectName("cancelSlurmJob");
+  cancel_->setToolTip(tr("scancel the selected worker's job: its workers leave the run and are not replaced"));
+  slurm->addWidget(launch_);
+  slurm->addWidget(cancel_);
+  slurm->addStretch(1);
+  lay->addLayout(slurm);
   auto* disc = new QHBoxLayout;
   listen_ = new QCheckBox(tr("Listen for worker beacons on"));
   listen_->setObjectName("listenBeacons");
@@ -162,6 +186,13 @@ WorkersPage::WorkersPage(QWidget* parent) : QWidget(parent) {
       const QString url = selectedUrl();
       if (!url.isEmpty()) status_->setText(command(action, url));
     });
+  connect(launch_, &QPushButton::clicked, this, [this] {
+    SlurmLaunchFields f = SlurmLaunchFields::load();
+    if (!askSlurmLaunch(this, f, launch_sink_ != nullptr)) return;
+    const QString err = launchOnSlurm(f);
+    status_->setText(err);
+  });
+  connect(cancel_, &QPushButton::clicked, this, [this] { status_->setText(cancelJob(selectedJob())); });
   connect(view_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &WorkersPage::updateButtons);
   updateButtons();
 }
@@ -179,6 +210,7 @@ void WorkersPage::updateButtons() {
     b->setEnabled(selected && sink_ != nullptr);
     if (!sink_) b->setStatusTip(needs_router);
   }
+  cancel_->setEnabled(!selectedJob().isEmpty() && cancel_sink_ != nullptr);
 }
 
 void WorkersPage::setCommandSink(CommandSink sink) {
@@ -227,7 +259,14 @@ void WorkersPage::setWorkers(const QVector<run::WorkerInfo>& workers) {
     row.tokPerSec = w.tok_s;
     row.affinity = w.affinity;
     row.lastError = QString::fromStdString(w.last_error);
-    const int i = model_->find(url);
+    row.job = QString::fromStdString(w.job);
+    row.jobState = QString::fromStdString(w.job_state) +
+                   (w.job_reason.empty() ? QString() : " (" + QString::fromStdString(w.job_reason) + ")");
+    row.node = QString::fromStdString(w.job_node);
+    row.timeLeft = QString::fromStdString(w.job_time_left);
+    if (!url.isEmpty() && !row.job.isEmpty() && model_->remove(QStringLiteral("job ") + row.job))  // it joined
+      Q_EMIT workersChanged();
+    const int i = model_->find(row.key());
     if (i >= 0 && model_->rows()[static_cast<size_t>(i)] == row) continue;  // no needless dataChanged
     if (model_->upsert(row) && i < 0) Q_EMIT workersChanged();
   }
@@ -319,8 +358,138 @@ void WorkersPage::refreshDiscovered() {
 
 QStringList WorkersPage::urls() const {
   QStringList out;
-  for (const auto& r : model_->rows()) out << r.url;
+  for (const auto& r : model_->rows())
+    if (r.job.isEmpty() && !r.url.isEmpty()) out << r.url;  // a launched worker is the scheduler's, not a URL to keep
   return out;
+}
+
+QString WorkersPage::selectedJob() const {
+  const auto sel = view_->selectionModel()->selectedRows();
+  return sel.isEmpty() ? QString() : model_->rows()[static_cast<size_t>(sel.front().row())].job;
+}
+
+void WorkersPage::setLaunchSinks(LaunchSink launch, CancelSink cancel) {
+  launch_sink_ = std::move(launch);
+  cancel_sink_ = std::move(cancel);
+  updateButtons();
+}
+
+QString WorkersPage::launchOnSlurm(const SlurmLaunchFields& fields) {
+  if (fields.count < 1 || fields.count > 1000) return tr("Ask for 1 to 1000 workers");
+  fields.save();
+  if (!launch_sink_) {  // no live run: the next run asks for them at Start
+    pending_ = fields;
+    return {};
+  }
+  return launch_sink_(fields.count, fields.overrides());
+}
+
+QString WorkersPage::cancelJob(const QString& job) {
+  if (job.isEmpty()) return tr("Select a worker launched through Slurm");
+  if (!cancel_sink_) return tr("Cancel acts on a live run's jobs");
+  return cancel_sink_(job.section('_', 0, 0));  // the whole job of task 123_4
+}
+
+nlohmann::json SlurmLaunchFields::overrides() const {
+  nlohmann::json j = nlohmann::json::object();
+  const std::pair<const char*, const QString*> strings[] = {{"partition", &partition}, {"gres", &gres}, {"mem", &mem},
+                                                            {"time_limit", &timeLimit}, {"account", &account}, {"qos", &qos}};
+  for (const auto& [key, value] : strings)
+    if (!value->isEmpty()) j[key] = value->toStdString();
+  if (cpusPerTask > 0) j["cpus_per_task"] = cpusPerTask;
+  return j;
+}
+
+void SlurmLaunchFields::applyTo(::grpo::grpo::TrainConfig& cfg) const {
+  cfg.slurm_workers = count;
+  cfg.slurm_partition = partition.toStdString();
+  cfg.slurm_gres = gres.toStdString();
+  cfg.slurm_mem = mem.toStdString();
+  cfg.slurm_time_limit = timeLimit.toStdString();
+  cfg.slurm_account = account.toStdString();
+  cfg.slurm_qos = qos.toStdString();
+  cfg.slurm_cpus_per_task = cpusPerTask;
+}
+
+SlurmLaunchFields SlurmLaunchFields::load() {
+  QSettings st;
+  st.beginGroup("slurmLaunch");
+  SlurmLaunchFields f;
+  f.count = std::clamp(st.value("count", f.count).toInt(), 1, 1000);
+  f.partition = st.value("partition").toString();
+  f.gres = st.value("gres").toString();
+  f.mem = st.value("mem").toString();
+  f.timeLimit = st.value("timeLimit").toString();
+  f.account = st.value("account").toString();
+  f.qos = st.value("qos").toString();
+  f.cpusPerTask = std::clamp(st.value("cpusPerTask", 0).toInt(), 0, 1024);
+  return f;
+}
+
+void SlurmLaunchFields::save() const {
+  QSettings st;
+  st.beginGroup("slurmLaunch");
+  st.setValue("count", count);
+  st.setValue("partition", partition);
+  st.setValue("gres", gres);
+  st.setValue("mem", mem);
+  st.setValue("timeLimit", timeLimit);
+  st.setValue("account", account);
+  st.setValue("qos", qos);
+  st.setValue("cpusPerTask", cpusPerTask);
+}
+
+// The "Launch on Slurm..." dialog: the remembered fields, edited; false when cancelled.
+bool askSlurmLaunch(QWidget* parent, SlurmLaunchFields& f, bool live) {
+  QDialog d(parent);
+  d.setObjectName("slurmLaunchDialog");
+  d.setWindowTitle(QObject::tr("Launch workers on Slurm"));
+  auto* form = new QFormLayout(&d);
+  auto* count = new QSpinBox;
+  count->setRange(1, 1000);
+  count->setValue(f.count);
+  auto* cpus = new QSpinBox;
+  cpus->setRange(0, 1024);
+  cpus->setSpecialValueText(QObject::tr("partition default"));
+  cpus->setValue(f.cpusPerTask);
+  auto line = [](const QString& v, const QString& hint) {
+    auto* e = new QLineEdit(v);
+    e->setPlaceholderText(hint);
+    return e;
+  };
+  auto* partition = line(f.partition, QObject::tr("the cluster's default"));
+  auto* gres = line(f.gres, QObject::tr("e.g. gpu:1"));
+  auto* mem = line(f.mem, QObject::tr("e.g. 16G"));
+  auto* time = line(f.timeLimit, QObject::tr("minutes, or D-HH:MM:SS"));
+  auto* account = line(f.account, {});
+  auto* qos = line(f.qos, {});
+  form->addRow(QObject::tr("Workers"), count);
+  form->addRow(QObject::tr("Partition"), partition);
+  form->addRow(QObject::tr("GRES"), gres);
+  form->addRow(QObject::tr("CPUs per worker"), cpus);
+  form->addRow(QObject::tr("Memory"), mem);
+  form->addRow(QObject::tr("Time limit"), time);
+  form->addRow(QObject::tr("Account"), account);
+  form->addRow(QObject::tr("QoS"), qos);
+  auto* note = new QLabel(live ? QObject::tr("The run submits one job array now; the workers join it over its endpoint.")
+                               : QObject::tr("No run is live: the next run asks Slurm for these workers at Start "
+                                             "(its slurm_* keys) and serves itself so they can join."));
+  note->setWordWrap(true);
+  form->addRow(note);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+  QObject::connect(buttons, &QDialogButtonBox::accepted, &d, &QDialog::accept);
+  QObject::connect(buttons, &QDialogButtonBox::rejected, &d, &QDialog::reject);
+  form->addRow(buttons);
+  if (d.exec() != QDialog::Accepted) return false;
+  f.count = count->value();
+  f.cpusPerTask = cpus->value();
+  f.partition = partition->text().trimmed();
+  f.gres = gres->text().trimmed();
+  f.mem = mem->text().trimmed();
+  f.timeLimit = time->text().trimmed();
+  f.account = account->text().trimmed();
+  f.qos = qos->text().trimmed();
+  return true;
 }
 
 }  // namespace grpo::ui

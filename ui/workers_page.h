@@ -3,16 +3,22 @@
 // the live run's router snapshots (setWorkers, through EngineController: never the router itself),
 // discovery, or a test. Workers added by URL here become the run's worker_urls at Start; while a
 // run with remote workers is live, Add, Remove, Drain, Pause and Resume go down to its router
-// through the command sink.
+// through the command sink. Workers launched through Slurm show their task beside the router's
+// view (job, scheduler state and reason, node, time left); "Launch on Slurm..." asks the live run
+// for more (or sets the next run's slurm_* keys), "Cancel job" ends one job.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include <QAbstractTableModel>
 #include <QString>
 #include <QWidget>
+
+#include <nlohmann/json.hpp>
 
 #include "core/api/session.h"
 
@@ -32,13 +38,33 @@ struct WorkerRow {
   double tokPerSec = 0;
   double affinity = 0;         // fraction of requests routed here by prefix affinity
   QString lastError;
+  // A worker launched through Slurm: its task ("123_4"), the scheduler's state (with the reason
+  // it waits), node and time left. A task that has not joined yet is a row with no URL.
+  QString job, jobState, node, timeLeft;
   bool operator==(const WorkerRow&) const = default;
+  // The row's identity in the table: its URL, or "job <task>" while it has none.
+  QString key() const { return url.isEmpty() ? QStringLiteral("job ") + job : url; }
+};
+
+// What "Launch on Slurm..." asks for (remembered between sessions): N workers and the launch
+// fields a run's slurm_* keys hold.
+struct SlurmLaunchFields {
+  int count = 2;
+  QString partition, gres, mem, timeLimit, account, qos;
+  int cpusPerTask = 0;
+  // The fields that differ from the run's launch, as POST /grpo/workers/launch and
+  // Engine::launch_workers take them (count aside).
+  nlohmann::json overrides() const;
+  // The run config keys for a run that has not started yet (slurm_workers and the rest).
+  void applyTo(::grpo::grpo::TrainConfig& cfg) const;
+  static SlurmLaunchFields load();  // QSettings
+  void save() const;
 };
 
 class WorkerTableModel : public QAbstractTableModel {
   Q_OBJECT
 public:
-  enum Column { Name, Url, Status, Adapter, InFlight, TokS, Affinity, LastError, ColumnCount };
+  enum Column { Name, Url, Status, Job, Scheduler, TimeLeft, Adapter, InFlight, TokS, Affinity, LastError, ColumnCount };
   static constexpr int kMaxWorkers = 1024;
 
   using QAbstractTableModel::QAbstractTableModel;
@@ -47,11 +73,11 @@ public:
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
 
-  // Inserts or updates the row with the same URL; false when the table is full.
+  // Inserts or updates the row with the same key (WorkerRow::key); false when the table is full.
   bool upsert(const WorkerRow& row);
-  bool remove(const QString& url);
+  bool remove(const QString& key);
   const std::vector<WorkerRow>& rows() const { return rows_; }
-  int find(const QString& url) const;
+  int find(const QString& key) const;
 
 private:
   std::vector<WorkerRow> rows_;
@@ -83,6 +109,20 @@ public:
   // Sends `action` for the worker at `url` (what the buttons do); "" or the reason, shown in place.
   QString command(run::WorkerAction action, const QString& url);
   QString selectedUrl() const;
+  QString selectedJob() const;  // the selected row's Slurm task ("" when none)
+
+  // "Launch on Slurm..." and "Cancel job" while a run is live: `launch` asks the run for N more
+  // workers (returns "" when asked; the outcome arrives as events and rows), `cancel` cancels a
+  // job ("123" of task "123_4"). Empty functions: no live run; a launch is then kept for the next
+  // run (pendingLaunch) and Start turns it into the run's slurm_* keys.
+  using LaunchSink = std::function<QString(int count, const nlohmann::json& overrides)>;
+  using CancelSink = std::function<QString(const QString& job)>;
+  void setLaunchSinks(LaunchSink launch, CancelSink cancel);
+  // What the dialog asked for (count and fields), as the buttons do; "" or why not.
+  QString launchOnSlurm(const SlurmLaunchFields& fields);
+  QString cancelJob(const QString& job);
+  const std::optional<SlurmLaunchFields>& pendingLaunch() const { return pending_; }
+  std::optional<SlurmLaunchFields> takePendingLaunch() { return std::exchange(pending_, std::nullopt); }
 
 Q_SIGNALS:
   void workersChanged();
@@ -91,7 +131,10 @@ private:
   WorkerTableModel* model_;
   QTableView* view_;
   QLineEdit* url_;
-  QPushButton *remove_, *drain_, *pause_, *resume_;
+  QPushButton *remove_, *drain_, *pause_, *resume_, *launch_, *cancel_;
+  LaunchSink launch_sink_;
+  CancelSink cancel_sink_;
+  std::optional<SlurmLaunchFields> pending_;
   CommandSink sink_;
   QStringList removed_;  // removed during the live run: ignored in snapshots that still list them
   void updateButtons();

@@ -524,6 +524,15 @@
       el('td', { className: 'num', text: fmt(s.advantage) }))));
   }
 
+  // A Slurm-launched worker's task: "123_4 running, 58:12 left" or "123_5 pending (Resources)".
+  function slurmJob(w) {
+    if (!w.job) return '';
+    let t = w.job + ' ' + (w.job_state || '');
+    if (w.job_reason) t += ' (' + w.job_reason + ')';
+    if (w.job_time_left && w.job_state === 'running') t += ', ' + w.job_time_left + ' left';
+    return t;
+  }
+
   async function updateWorkers() {
     const ws = await api('/grpo/dashboard/workers');
     $('#workers-none').hidden = ws.length > 0;
@@ -531,6 +540,7 @@
     $('#workers tbody').replaceChildren(...ws.map((w) => el('tr', { dataset: { status: w.status } },
       el('td', { text: w.name || w.url, title: w.url }),
       el('td', { text: w.status }),
+      el('td', { text: slurmJob(w), title: w.job_node ? 'node ' + w.job_node : '' }),
       el('td', { className: 'num', text: w.adapter_version < 0 ? '?' : w.adapter_version === 0 ? 'base' : 'v' + w.adapter_version }),
       el('td', { className: 'num', text: String(w.inflight) }),
       el('td', { className: 'num', text: fmt(w.tok_s, 3) }),

@@ -1,16 +1,12 @@
 // WorkerJoiner (worker_joiner.h): join, heartbeat and leave over the trainer's endpoint.
 #include "core/cluster/worker_joiner.h"
 
-#include <QEventLoop>
 #include <QNetworkAccessManager>
-#include <QNetworkReply>
-#include <QNetworkRequest>
-#include <QTimer>
-#include <QUrl>
 
 #include <chrono>
 #include <cstdlib>
 
+#include "core/cluster/http_call.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/common/strings.h"
@@ -27,27 +23,7 @@ bool digits(const std::string& s) { return !s.empty() && s.size() <= 18 && s.fin
 
 // One POST with a deadline: "" when the trainer answered 2xx, else why not.
 std::string post(QNetworkAccessManager& nam, const JoinOptions& o, const std::string& path, const nlohmann::json& body) {
-  QNetworkRequest req(QUrl(QString::fromStdString(o.trainer_url + path)));
-  req.setHeader(QNetworkRequest::ContentTypeHeader, "application/json");
-  req.setRawHeader("Authorization", QByteArray::fromStdString("Bearer " + o.token));
-  req.setTransferTimeout(static_cast<int>(o.timeout_s * 1000));
-  QNetworkReply* reply = nam.post(req, QByteArray::fromStdString(body.dump()));
-  QEventLoop loop;
-  QObject::connect(reply, &QNetworkReply::finished, &loop, &QEventLoop::quit);
-  QTimer::singleShot(static_cast<int>(o.timeout_s * 1000) + 500, &loop, &QEventLoop::quit);
-  if (!reply->isFinished()) loop.exec();
-  std::string err;
-  if (!reply->isFinished()) {
-    reply->abort();
-    err = "no answer within " + std::to_string(static_cast<int>(o.timeout_s)) + " s";
-  } else {
-    const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-    if (status < 200 || status >= 300)
-      err = (status ? "HTTP " + std::to_string(status) : reply->errorString().toStdString()) + ": " +
-            QString::fromUtf8(reply->read(512)).toStdString();
-  }
-  reply->deleteLater();
-  return err;
+  return http_call(nam, "POST", o.trainer_url + path, o.token, body.dump(), o.timeout_s, 4096).error;
 }
 
 }  // namespace

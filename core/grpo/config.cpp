@@ -226,8 +226,12 @@ void TrainConfig::apply(const json& j, const std::string& source) {
   for (const auto& n : trl.ignored) log_warn(source + ": ignoring \"" + n.key + "\" (" + n.value.dump() + "): " + n.note);
   for (const auto& n : trl.translated) log_info(source + ": \"" + n.key + "\" " + n.note);
   TrainConfig next = *this;
-  table().apply(next, trl.config, source, "grpo train --help-config");
-  derive_prompts_per_step(next, trl.config, source);
+  json keys = trl.config;
+  // Slurm reads a bare number as minutes, and so does a YAML `slurm_time_limit: 60`.
+  if (auto t = keys.find("slurm_time_limit"); t != keys.end() && t->is_number_integer() && t->get<int64_t>() >= 0)
+    *t = std::to_string(t->get<int64_t>());
+  table().apply(next, keys, source, "grpo train --help-config");
+  derive_prompts_per_step(next, keys, source);
   *this = std::move(next);  // all or nothing
 }
 

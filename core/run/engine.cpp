@@ -69,12 +69,16 @@ Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions 
   write_resolved_config(dir_, config(), run_.policy);
   for (int i = 0; i < opts_.local_generators; ++i)
     add_source(std::make_unique<LocalGenerator>(run_.policy, "local-" + std::to_string(i), version_.load()));
-  // Remote workers (by URL, discovered, or launched through Slurm and joining): one source over the router.
-  if (!config().worker_urls.empty() || config().discovery || config().slurm_workers > 0) {
+  // Remote workers (by URL, discovered, or launched through Slurm and joining): one source over the
+  // router. A served run has one too, empty until workers join (grpo workers launch, the app's
+  // Launch on Slurm): it waits for them quietly, as nobody asked for any yet.
+  const bool asked = !config().worker_urls.empty() || config().discovery || config().slurm_workers > 0;
+  if (asked || !config().serve.empty()) {
     auto remote = remote_options_from_config(config(), run_dir);
     remote.on_event = [this](const nlohmann::json& e) { event(e); };
     remote.joins = true;
     if (config().slurm_workers > 0) remote.wait_for_workers_s = 300;  // queued jobs: warn less often
+    if (!asked) remote.wait_for_workers_s = 1e9;
     add_source(std::make_unique<RemoteSource>(std::move(remote)));
   }
 }

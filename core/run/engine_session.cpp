@@ -166,6 +166,7 @@ void EngineSession::start(const grpo::TrainConfig& cfg, const std::string& run_d
   resolved.output_dir = run_dir;
   resolved.validate("run config");
   if (!options.serve.empty()) (void)parse_host_port(options.serve, "serve address");
+  if (!options.serve.empty()) resolved.serve = options.serve;  // the run config's serve key otherwise
   if (!resolved.serve.empty()) (void)parse_host_port(resolved.serve, "serve");
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->active = true;
@@ -175,7 +176,7 @@ void EngineSession::start(const grpo::TrainConfig& cfg, const std::string& run_d
   impl_->error.clear();
   impl_->step = 0;
   impl_->state = EngineState::Idle;
-  impl_->serve_request = options.serve.empty() ? resolved.serve : options.serve;  // the run config's serve key otherwise
+  impl_->serve_request = resolved.serve;
   impl_->engine_gone = false;
   impl_->link.clear();
   impl_->token_file = resolved.cluster_token_file;
@@ -333,6 +334,30 @@ std::string EngineSession::worker_command(WorkerAction action, const std::string
   if (!r) return "this run has no remote workers (it started without worker URLs, discovery or Slurm workers)";
   r->command(action, url);
   return "";
+}
+
+std::string EngineSession::launch_workers(int count, const nlohmann::json& overrides, std::string* job) {
+  std::lock_guard<std::mutex> lock(impl_->mu);  // the engine outlives this while it is set
+  if (!impl_->engine) return impl_->active ? "the model is still loading: try again once the run has started"
+                                           : "no run is active";
+  try {
+    const std::string id = impl_->engine->launch_workers(count, overrides);
+    if (job) *job = id;
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+std::string EngineSession::cancel_workers(const std::string& job) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->engine) return "no run is active";
+  try {
+    impl_->engine->cancel_workers(job);
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
 }
 
 std::string EngineSession::Impl::start_serving_locked(std::string host_port) {

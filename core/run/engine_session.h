@@ -73,6 +73,10 @@ public:
   // Queues an operator command for one worker into the run's router (it lives in the engine's
   // producer thread and applies it between dispatches). "" when queued, else why not.
   std::string worker_command(WorkerAction action, const std::string& url);
+  // Asks Slurm for `count` more workers for the live run (Engine::launch_workers: sbatch runs in
+  // the caller's thread, seconds at most). "" with `job` set, else why not.
+  std::string launch_workers(int count, const nlohmann::json& overrides, std::string* job = nullptr);
+  std::string cancel_workers(const std::string& job);  // "" when cancelled, else why not
   // Serves the run's HTTP API and browser view (RunEndpoint, run_endpoint.h) on HOST:PORT, behind
   // the config's cluster token (made on first use), from now until the run ends or stop_serving();
   // while the model loads, from once it has loaded. "" when serving (or queued), else why not (a

@@ -419,6 +419,7 @@ json Dashboard::workers() {
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& w : source_.workers()) {
+    if (out.size() >= 1024) break;  // a table, not a dump
     auto& [tokens, at] = worker_tokens_[w.url];
     const double dt = std::chrono::duration<double>(now - at).count();
     if (dt >= 0.5 && at.time_since_epoch().count() != 0 && w.tokens >= tokens)
@@ -427,7 +428,8 @@ json Dashboard::workers() {
     out.push_back({{"name", w.name}, {"url", w.url}, {"status", w.status}, {"adapter_version", w.adapter_version},
                    {"inflight", w.inflight}, {"completed", w.completed}, {"tokens", w.tokens},
                    {"tok_s", w.tok_s > 0 ? w.tok_s : worker_rates_[w.url]}, {"affinity", w.affinity},
-                   {"last_error", w.last_error}});
+                   {"last_error", w.last_error}, {"job", w.job}, {"job_state", w.job_state}, {"job_reason", w.job_reason},
+                   {"job_node", w.job_node}, {"job_time_left", w.job_time_left}});
   }
   return out;
 }

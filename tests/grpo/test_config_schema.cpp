@@ -73,6 +73,23 @@ private Q_SLOTS:
     QVERIFY(!grpo::grpo::is_retunable("r"));
   }
 
+  // A Slurm time limit written as a bare number is minutes, as sbatch reads it; anything else
+  // that is not text is refused naming the key.
+  void slurmTimeLimitTakesMinutes() {
+    TrainConfig cfg;
+    cfg.apply(json{{"slurm_time_limit", 60}}, "run.yaml");
+    QCOMPARE(cfg.slurm_time_limit, std::string("60"));
+    cfg.apply(json{{"slurm_time_limit", "1-00:00:00"}}, "run.yaml");
+    QCOMPARE(cfg.slurm_time_limit, std::string("1-00:00:00"));
+    bool named = false;
+    try {
+      cfg.apply(json{{"slurm_time_limit", 1.5}}, "run.yaml");
+    } catch (const grpo::Error& e) {
+      named = std::string(e.what()).find("slurm_time_limit") != std::string::npos;
+    }
+    QVERIFY(named);
+  }
+
   void defaultsApplyCleanly() {
     TrainConfig c;
     c.apply(TrainConfig{}.to_json(), "defaults");  // every default lies in its own range

@@ -13,6 +13,7 @@
 #include <QPushButton>
 #include <QTableView>
 #include <QValueAxis>
+#include <QSettings>
 #include <QStandardPaths>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -235,6 +236,74 @@ private Q_SLOTS:
     QCOMPARE(cell(page.model()->find("http://127.0.0.1:8012"), WorkerTableModel::Status), QString("out"));
     page.setCommandSink({});
     QVERIFY(!drain->isEnabled());
+  }
+
+  // Slurm-launched workers: a queued task is a row of its own until its worker joins; the job's
+  // state, reason and time left show beside the router's view; Launch and Cancel reach the run.
+  void workersPageShowsSlurmJobsAndLaunches() {
+    QSettings().remove("slurmLaunch");
+    WorkersPage page;
+    grpo::run::WorkerInfo queued;
+    queued.name = "123_1";
+    queued.status = "queued";
+    queued.job = "123_1";
+    queued.job_state = "pending";
+    queued.job_reason = "Resources";
+    grpo::run::WorkerInfo joined;
+    joined.name = "gpu07";
+    joined.url = "http://10.0.3.7:41234";
+    joined.status = "up";
+    joined.job = "123_0";
+    joined.job_state = "running";
+    joined.job_node = "gpu07";
+    joined.job_time_left = "58:12";
+    page.setWorkers({joined, queued});
+    QCOMPARE(page.model()->rowCount(), 2);
+    auto cell = [&](const QString& key, int col) { return page.model()->index(page.model()->find(key), col).data().toString(); };
+    QCOMPARE(cell("job 123_1", WorkerTableModel::Scheduler), QString("pending (Resources)"));
+    QCOMPARE(cell("http://10.0.3.7:41234", WorkerTableModel::Job), QString("123_0"));
+    QCOMPARE(cell("http://10.0.3.7:41234", WorkerTableModel::TimeLeft), QString("58:12"));
+    queued.url = "http://10.0.3.8:41000";  // task 123_1 started and joined: one row, under its URL
+    queued.status = "up";
+    queued.job_state = "running";
+    queued.job_reason.clear();
+    page.setWorkers({joined, queued});
+    QCOMPARE(page.model()->rowCount(), 2);
+    QCOMPARE(page.model()->find("job 123_1"), -1);
+    QCOMPARE(cell("http://10.0.3.8:41000", WorkerTableModel::Scheduler), QString("running"));
+    QVERIFY(page.urls().isEmpty());  // launched workers are not kept as the next run's worker_urls
+
+    // No live run: a launch is kept for the next one, as its slurm_* keys.
+    SlurmLaunchFields f;
+    f.count = 3;
+    f.partition = "gpu";
+    f.gres = "gpu:1";
+    f.timeLimit = "2:00:00";
+    QVERIFY(page.launchOnSlurm(f).isEmpty());
+    QVERIFY(page.pendingLaunch().has_value());
+    grpo::grpo::TrainConfig cfg;
+    page.pendingLaunch()->applyTo(cfg);
+    QCOMPARE(cfg.slurm_workers, int64_t{3});
+    QCOMPARE(cfg.slurm_partition, std::string("gpu"));
+    QCOMPARE(SlurmLaunchFields::load().gres, QString("gpu:1"));  // remembered
+    QVERIFY(!page.launchOnSlurm(SlurmLaunchFields{.count = 0}).isEmpty());
+
+    // A live run: the launch and the cancel go down, the whole job of the selected task.
+    std::vector<std::pair<int, nlohmann::json>> launched;
+    std::vector<QString> cancelled;
+    page.setLaunchSinks([&](int n, const nlohmann::json& o) { launched.emplace_back(n, o); return QString(); },
+                        [&](const QString& job) { cancelled.push_back(job); return QString(); });
+    QVERIFY(page.launchOnSlurm(f).isEmpty());
+    QCOMPARE(launched.size(), size_t(1));
+    QCOMPARE(launched[0].first, 3);
+    QCOMPARE(launched[0].second, (nlohmann::json{{"partition", "gpu"}, {"gres", "gpu:1"}, {"time_limit", "2:00:00"}}));
+    auto* view = page.findChild<QTableView*>("workersView");
+    view->selectRow(page.model()->find("http://10.0.3.8:41000"));
+    auto* cancel = page.findChild<QPushButton*>("cancelSlurmJob");
+    QVERIFY(cancel->isEnabled());
+    cancel->click();
+    QCOMPARE(cancelled, std::vector<QString>{"123"});
+    QSettings().remove("slurmLaunch");
   }
 
   // The system's light/dark switch reaches the charts live: a dark application palette re-themes
