@@ -43,7 +43,7 @@ void parse_listen(const std::string& text, std::string& host, uint16_t& port) {
 void add_worker_commands(CLI::App& app) {
   struct Args {
     std::string model, listen = "127.0.0.1:8000", token_file, bucket, name, served_name, announce, join;
-    double join_interval = 15;
+    double join_interval = 15, join_give_up = 600;
     std::string tls_cert, tls_key, tls_pin;
     double announce_interval = 3.0, max_requests_per_s = 2000;
     int max_connections = 256, max_connections_per_peer = 64;
@@ -107,6 +107,10 @@ void add_worker_commands(CLI::App& app) {
                   "--join-interval seconds, a leave on SIGTERM, SIGINT or SIGUSR1 (Slurm's signal before the time limit)");
   cmd->add_option("--join-interval", args->join_interval, "Seconds between join heartbeats")
       ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--join-give-up", args->join_give_up,
+                  "Seconds the joined run may stay unreachable before this worker exits (0: never)")
+      ->check(CLI::Range(0.0, 1e7))
       ->capture_default_str();
   cmd->add_option("--inject-delay-ms", args->inject_delay_ms,
                   "Fault injection (benchmarks, tests): hold each completion's answer back this many ms")
@@ -174,6 +178,8 @@ void add_worker_commands(CLI::App& app) {
       jo.node = cluster::slurm_node_from_env();
       jo.name = worker.status_json().value("name", std::string());
       jo.interval_s = args->join_interval;
+      jo.give_up_s = args->join_give_up;
+      jo.on_give_up = [] { request_stop(); };
       joiner = std::make_unique<cluster::WorkerJoiner>(jo);
     }
     std::cout << "listening on " << worker.url() << std::endl;

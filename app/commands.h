@@ -87,5 +87,6 @@ std::unique_ptr<QCoreApplication> make_qt_application();
 void install_stop_signals();  // SIGINT, SIGTERM
 void install_stop_signal(int signal);  // one more signal that stops (grpo worker --join: SIGUSR1)
 void wait_for_stop_signal();
+void request_stop();  // what a stop signal does, from the program itself (grpo worker --join-give-up)
 
 }  // namespace grpo::cli

@@ -30,6 +30,8 @@ void install_stop_signals() {
 
 void install_stop_signal(int signal) { std::signal(signal, on_stop_signal); }
 
+void request_stop() { g_stop_requested = true; }
+
 void wait_for_stop_signal() {
   while (!g_stop_requested) std::this_thread::sleep_for(std::chrono::milliseconds(100));
 }

@@ -75,8 +75,18 @@ void WorkerJoiner::loop() {
   QNetworkAccessManager nam;  // this thread's: Qt objects live where they were made
   const nlohmann::json body = join_body(opts_);
   std::string last_error = "-";
+  auto last_ok = std::chrono::steady_clock::now();
+  bool gave_up = false;
   while (true) {
     const std::string err = post(nam, opts_, "/grpo/workers/join", body);
+    if (err.empty()) last_ok = std::chrono::steady_clock::now();
+    if (!err.empty() && !gave_up && joins_.load() > 0 && opts_.give_up_s > 0 &&
+        std::chrono::steady_clock::now() - last_ok > std::chrono::duration<double>(opts_.give_up_s)) {
+      gave_up = true;
+      log_warn("the run at " + opts_.trainer_url + " has not answered for " + std::to_string(static_cast<int>(opts_.give_up_s)) +
+               " s: this worker stops (--join-give-up)");
+      if (opts_.on_give_up) opts_.on_give_up();
+    }
     if (err.empty()) {
       if (joins_.fetch_add(1) == 0 || !last_error.empty())
         log_info("joined the run at " + opts_.trainer_url + " (port " + std::to_string(opts_.port) +

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -26,6 +27,11 @@ struct JoinOptions {
   std::string name, job, node;
   double interval_s = 15;     // between heartbeats
   double timeout_s = 10;      // per request
+  // Once joined, a trainer unreachable (or refusing) for this long means the run is gone (killed
+  // with its jobs left behind): on_give_up is called once, and the worker should exit so its
+  // allocation is freed. 0: never.
+  double give_up_s = 600;
+  std::function<void()> on_give_up;
 };
 
 // The join request's body for `o` (what POST /grpo/workers/join reads).

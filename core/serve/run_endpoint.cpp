@@ -263,11 +263,7 @@ void RunEndpoint::start() {
     reply.send(HttpResponse::json(200, ok()));
   });
   server_->route("POST", "/grpo/run/retune", [=](const HttpRequest& req, Reply reply) {
-    if (json_depth(req.body) > kMaxJsonDepth)
-      throw HttpError(400, "retune: the body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-    json j = json::parse(req.body, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-      throw HttpError(400, "retune: the body must be a JSON object of TRL keys, e.g. {\"learning_rate\": 0.001}");
+    const json j = body_object(req, "retune", "{\"learning_rate\": 0.001} (TRL keys)");
     const std::string err = live->retune(j);
     if (!err.empty()) throw HttpError(400, err);
     reply.send(HttpResponse::json(200, ok()));

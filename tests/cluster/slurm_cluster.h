@@ -6,6 +6,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -138,6 +139,10 @@ private:
     p.setProcessEnvironment(e);
     p.setProcessChannelMode(QProcess::MergedChannels);
     p.setStandardOutputFile(QString::fromStdString(root_ + "/" + program + ".out"));
+    // A test killed before its destructor runs (a watchdog, ctest's timeout) still ends its
+    // daemons: the kernel sends them SIGTERM when it dies. Workers left under slurmstepd then give
+    // up on their unreachable trainer by themselves (grpo worker --join-give-up).
+    p.setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGTERM); });
     p.start(program, a);
     if (!p.waitForStarted(10000)) {
       fail(std::string(program) + " did not start: " + p.errorString().toStdString());

@@ -8,6 +8,7 @@
 //   - a partition that does not exist: the run stops at once with sbatch's words and advice, or
 //     trains on with its own generator when it has one;
 //   - `grpo workers launch|list|cancel` on a live run that started without Slurm workers;
+//   - a joined worker whose run is gone exits by itself (--join-give-up);
 //   - join requests as an attacker writes them are refused, naming the field.
 // Every wait is bounded in count and time and waits for an event, never for a while. Loopback only:
 // the trainer serves on 127.0.0.1, the workers listen on 127.0.0.1.
@@ -24,6 +25,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cluster/cluster_token.h"
+#include "core/cluster/http_message.h"
+#include "core/cluster/http_server.h"
 #include "core/cluster/slurm.h"
 #include "core/common/error.h"
 #include "core/serve/run_control.h"
@@ -131,6 +135,7 @@ private Q_SLOTS:
     cluster_ = std::make_unique<slurm_test::SlurmCluster>();
     QVERIFY2(cluster_->ok(), cluster_->error().c_str());
     token_file_ = tmp_.path().toStdString() + "/cluster-token";
+    (void)grpo::cluster::load_or_create_token(token_file_);  // 0600, shared by every trainer and worker here
   }
 
   void cleanupTestCase() { cluster_.reset(); }  // scancel of the test partition, then the daemons by pid
@@ -344,6 +349,32 @@ private Q_SLOTS:
     QVERIFY(events_of(dir, "slurm_worker_replaced").empty());  // cancelled on purpose: not replaced
     QVERIFY(grpo({"cancel", url, "999999"}, &out) != 0);       // not one of the run's jobs
     QVERIFY(stop_gracefully(trainer));
+  }
+
+  // A joined worker whose run vanished (its trainer killed, the jobs left behind) exits by itself
+  // once the run has not answered for --join-give-up seconds, freeing its allocation.
+  void aWorkerGivesUpOnAGoneRun() {
+    std::atomic<int> joins{0};
+    grpo::cluster::HttpServerOptions so;
+    so.host = "127.0.0.1";
+    so.bearer_token = grpo::cluster::read_token_file(token_file_);
+    auto run = std::make_unique<grpo::cluster::HttpServer>(so);  // stands in for a trainer's endpoint
+    run->route("POST", "/grpo/workers/join", [&](const grpo::cluster::HttpRequest&, grpo::cluster::Reply reply) {
+      ++joins;
+      reply.send(grpo::cluster::HttpResponse::json(200, {{"ok", true}}));
+    });
+    run->start();
+    grpo::testing::ChildProcess worker;
+    worker.p.setProcessChannelMode(QProcess::MergedChannels);
+    worker.p.start(GRPO_CLI, {"worker", "--model", QString(GRPO_RESOURCES) + "/models/tiny-arith", "--listen", "127.0.0.1:0",
+                              "--token-file", QString::fromStdString(token_file_), "--threads", "1", "--join",
+                              QString::fromStdString(run->url()), "--join-interval", "1", "--join-give-up", "3"});
+    QVERIFY2(wait_until([&] { return joins.load() >= 2; }, 120), "the worker never joined");
+    QVERIFY(!ended(worker.p));
+    run->stop();  // the run is gone
+    QVERIFY2(worker.p.waitForFinished(60000), "the worker kept waiting for a run that is gone");
+    QCOMPARE(worker.p.exitCode(), 0);
+    QVERIFY(worker.p.readAll().contains("--join-give-up"));
   }
 
   // sbatch refuses the job: the run ends at once, with sbatch's words and what to do.

@@ -1,8 +1,11 @@
 // Child processes in tests (a trainer, a worker): ChildProcess is a QProcess that is killed (and
 // reaped, within 10 s) when the test leaves its scope, so a failed check never leaves a server
-// running; wait_for_announced_url reads the "<marker>http(s)://HOST:PORT" line a server prints when
+// running (and killed by the kernel when the test process dies: PR_SET_PDEATHSIG); wait_for_announced_url reads the "<marker>http(s)://HOST:PORT" line a server prints when
 // it is ready (grpo worker: "listening on ", grpo train --serve: "serving run on ").
 #pragma once
+
+#include <signal.h>
+#include <sys/prctl.h>
 
 #include <QElapsedTimer>
 #include <QFile>
@@ -13,6 +16,9 @@ namespace grpo::testing {
 
 struct ChildProcess {
   QProcess p;
+  // The child dies with the test process too, even when the test is killed (a watchdog's abort,
+  // ctest's timeout) and this destructor never runs.
+  ChildProcess() { p.setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); }); }
   ~ChildProcess() {
     if (p.state() != QProcess::NotRunning) {
       p.kill();
