@@ -145,8 +145,11 @@ void add_worker_commands(CLI::App& app) {
     // Qt's event loops (the server thread's) want an application object; this thread only waits.
     const auto qt = make_qt_application();
 
-    cluster::WorkerServer worker(o);
+    // Before the model loads: a stop (or Slurm's drain signal, which may come early) during the
+    // load is then a flag the wait below sees at once, never the default action that kills.
     install_stop_signals();
+    if (!args->join.empty()) install_stop_signal(SIGUSR1);
+    cluster::WorkerServer worker(o);
     worker.start();
     std::unique_ptr<cluster::WorkerAnnouncer> announcer;
     if (!args->announce.empty())
@@ -167,7 +170,6 @@ void add_worker_commands(CLI::App& app) {
     std::unique_ptr<cluster::WorkerJoiner> joiner;
     if (!args->join.empty()) {
       // Slurm's drain signal (sbatch --signal=B:USR1@N) ends the worker as SIGTERM does: it leaves first.
-      install_stop_signal(SIGUSR1);
       cluster::JoinOptions jo;
       jo.trainer_url = args->join;
       jo.token = o.token;

@@ -289,14 +289,15 @@ private Q_SLOTS:
   }
 
   // Slurm's signal before the time limit (--signal=B:USR1@slurm_drain_s): the worker says it
-  // leaves and exits, its task completes, and it is replaced. A one-minute limit with a 50 s
-  // drain: Slurm sends the signal within the first ~10 s (or earlier: its resolution is coarse).
+  // leaves and exits, its task completes, and it is replaced. A two-minute limit with a 45 s
+  // drain: the signal is due 75 s in; Slurm's coarse clock may send it up to 60 s sooner, so never
+  // before the worker has started and joined (a few seconds).
   void aWorkerDrainsBeforeItsTimeLimit() {
     const QString run = tmp_.path() + "/run-f";
     const std::string dir = run.toStdString();
     grpo::testing::ChildProcess trainer;
     start_trainer(trainer, run, {"resources/examples/slurm-demo.yaml", "--output", run, "--steps", "100000", "--set",
-                                 "slurm_workers=1", "--set", "slurm_time_limit=1", "--set", "slurm_drain_s=50", "--set",
+                                 "slurm_workers=1", "--set", "slurm_time_limit=2", "--set", "slurm_drain_s=45", "--set",
                                  "slurm_max_resubmits=1"});
     QVERIFY2(wait_until([&] { return !events_of(dir, "worker_leave").empty() || ended(trainer.p); }, 180),
              qPrintable("no worker left before its time limit:\n" + output_of(run)));
