@@ -82,13 +82,11 @@ bool Engine::join_worker(const JoinRequest& request) {
   RemoteSource* r = remote();
   check(r != nullptr, "join", "this run takes no remote workers",
         "start it with worker_urls, discovery or slurm_workers");
-  bool known = false;
-  for (const auto& w : r->workers()) known = known || w.url == request.url;
-  r->join(request.url, request.name.empty() ? request.node : request.name, request.job);
-  if (!known)  // a repeated join (the worker's heartbeat) is not an event
+  const bool first = r->join(request.url, request.name.empty() ? request.node : request.name, request.job);
+  if (first)  // a repeated join (the worker's heartbeat) is not an event
     event({{"event", "worker_join"}, {"url", request.url}, {"name", request.name}, {"job", request.job},
            {"node", request.node}});
-  return !known;
+  return first;
 }
 
 void Engine::leave_worker(const std::string& url) {

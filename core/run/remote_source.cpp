@@ -424,13 +424,16 @@ void RemoteSource::command(WorkerAction action, const std::string& url) {
   router_->request({kinds[static_cast<int>(action)], url});
 }
 
-void RemoteSource::join(const std::string& url, const std::string& name, const std::string& job) {
+bool RemoteSource::join(const std::string& url, const std::string& name, const std::string& job) {
+  bool first;
   {
     std::lock_guard<std::mutex> lock(view_mu_);
     if (!name.empty()) names_[url] = name;
     if (!job.empty()) jobs_[url] = job;
+    first = joined_.insert(url).second;
   }
   command(WorkerAction::Add, url);
+  return first;
 }
 
 std::vector<std::string> RemoteSource::urls_of_job(const std::string& job) const {

@@ -88,8 +88,9 @@ public:
   void command(WorkerAction action, const std::string& url);
   // A worker that asked to join (POST /grpo/workers/join): added as a worker URL is, probed first,
   // shown under `name`, and tied to its scheduler task `job` ("" = none). Again for a URL already
-  // known: a no-op, so a worker may repeat its join as a heartbeat. Any thread.
-  void join(const std::string& url, const std::string& name, const std::string& job);
+  // known: a no-op, so a worker may repeat its join as a heartbeat. True the first time this URL
+  // joined. Any thread.
+  bool join(const std::string& url, const std::string& name, const std::string& job);
   // The URLs of the workers that joined from scheduler task `job` ("123_4"). Any thread.
   std::vector<std::string> urls_of_job(const std::string& job) const;
 
@@ -130,6 +131,7 @@ private:
   std::vector<std::pair<WorkerAction, std::string>> early_;  // commands given before the router existed
   std::map<std::string, std::string> names_;  // url -> the name discovery announced, or a joined worker's
   std::map<std::string, std::string> jobs_;   // url -> the scheduler task a joined worker runs in
+  std::set<std::string> joined_;              // URLs that joined by themselves (join())
 };
 
 }  // namespace grpo::run

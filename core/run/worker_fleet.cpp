@@ -21,6 +21,11 @@ constexpr size_t kMaxRecordJobs = 10000;
 std::string job_of_task(const std::string& task) { return task.substr(0, task.find('_')); }
 bool is_concrete(const std::string& task) { return task.find('[') == std::string::npos; }
 
+// Some task still queued or running: the job is not over.
+bool any_live(const std::vector<cluster::JobTask>& tasks) {
+  return std::any_of(tasks.begin(), tasks.end(), [](const cluster::JobTask& t) { return !cluster::job_state_ended(t.state); });
+}
+
 // The jobs a record lists; throws grpo::Error naming the file when it is not one.
 std::vector<std::string> read_record(const std::string& path) {
   if (!file_exists(path)) return {};
@@ -89,26 +94,19 @@ void WorkerFleet::event(json e) {
 
 std::vector<std::string> WorkerFleet::cancel_orphans(cluster::WorkerLauncher& launcher, const std::string& record_file,
                                                      const std::function<void(json)>& on_event) {
-  std::vector<std::string> cancelled, failed;
+  std::vector<std::string> cancelled;
+  std::string at;  // the job being looked at when an error came
   try {
     for (const auto& job : read_record(record_file)) {
-      try {
-        const auto tasks = launcher.poll(job);
-        const bool alive = std::any_of(tasks.begin(), tasks.end(), [](const cluster::JobTask& t) {
-          return !cluster::job_state_ended(t.state);
-        });
-        if (!alive) continue;
-        launcher.cancel(job);
-        cancelled.push_back(job);
-      } catch (const Error&) {
-        failed.push_back(job);
-        throw;
-      }
+      at = job;
+      if (!any_live(launcher.poll(job))) continue;
+      launcher.cancel(job);
+      cancelled.push_back(job);
     }
     save_record(record_file, {});
   } catch (const Error& e) {
     if (on_event)
-      on_event({{"event", "slurm_orphans_unchecked"}, {"error", e.what()}, {"jobs", failed},
+      on_event({{"event", "slurm_orphans_unchecked"}, {"error", e.what()}, {"jobs", at.empty() ? json::array() : json::array({at})},
                 {"advice", "cancel them yourself with scancel if they still run (squeue --me); the record stays in " +
                                record_file}});
     return cancelled;
@@ -284,10 +282,7 @@ void WorkerFleet::take_poll(const std::string& job, const std::vector<cluster::J
       ++it;
     }
   }
-  const bool live = std::any_of(now.begin(), now.end(), [](const cluster::JobTask& t) {
-    return !cluster::job_state_ended(t.state);
-  });
-  if (!live) finished_jobs_.insert(job);
+  if (!any_live(now)) finished_jobs_.insert(job);
 }
 
 // A task that ended: its worker leaves the run, and a replacement is asked for unless the task

@@ -77,13 +77,22 @@ std::string bucket_file(const RunFolder& run, const std::string& request_path) {
 
 json ok() { return {{"ok", true}}; }
 
-// A control route's body: a JSON object of bounded depth; HttpError 400 naming the route otherwise.
-json body_object(const HttpRequest& req, const std::string& what, const std::string& example) {
-  if (json_depth(req.body) > kMaxJsonDepth)
-    throw HttpError(400, what + ": the body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  json j = json::parse(req.body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw HttpError(400, what + ": the body must be a JSON object, e.g. " + example);
+// A request body that must be a JSON object of bounded depth: grpo::Error naming `what` otherwise.
+json parse_object(const std::string& body, const std::string& what, const std::string& example) {
+  check(json_depth(body) <= kMaxJsonDepth, what,
+        "the body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  json j = json::parse(body, nullptr, false);
+  check(!j.is_discarded() && j.is_object(), what, "the body must be a JSON object, e.g. " + example);
   return j;
+}
+
+// A control route's body, as parse_object reads it; HttpError 400 naming the route otherwise.
+json body_object(const HttpRequest& req, const std::string& what, const std::string& example) {
+  try {
+    return parse_object(req.body, what, example);
+  } catch (const Error& e) {
+    throw HttpError(400, e.what());
+  }
 }
 
 // grpo::Error from the run (a field, the scheduler's words) as 400, "no remote workers" as 409.
@@ -117,9 +126,7 @@ std::string worker_url(const json& j, const std::string& peer, const std::string
 
 JoinRequest parse_join_request(const std::string& body, const std::string& peer) {
   const std::string what = "join";
-  check(json_depth(body) <= kMaxJsonDepth, what, "the body nests too deep");
-  const json j = json::parse(body, nullptr, false);
-  check(!j.is_discarded() && j.is_object(), what, "the body must be a JSON object, e.g. {\"port\": 41234}");
+  const json j = parse_object(body, what, "{\"port\": 41234}");
   JoinRequest r;
   r.url = worker_url(j, peer, what);
   for (const auto& [key, field, max] : {std::tuple<const char*, std::string*, size_t>{"name", &r.name, 128},
@@ -136,10 +143,7 @@ JoinRequest parse_join_request(const std::string& body, const std::string& peer)
 }
 
 std::string parse_leave_request(const std::string& body, const std::string& peer) {
-  check(json_depth(body) <= kMaxJsonDepth, "leave", "the body nests too deep");
-  const json j = json::parse(body, nullptr, false);
-  check(!j.is_discarded() && j.is_object(), "leave", "the body must be a JSON object, e.g. {\"port\": 41234}");
-  return worker_url(j, peer, "leave");
+  return worker_url(parse_object(body, "leave", "{\"port\": 41234}"), peer, "leave");
 }
 
 std::pair<std::string, uint16_t> parse_host_port(const std::string& s, const std::string& what) {
