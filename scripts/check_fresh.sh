@@ -2,7 +2,7 @@
 # Proves the README's install steps on a pristine Debian root: debootstrap --variant=minbase,
 # nothing else installed, this commit cloned into it, everything run inside a chroot (as root).
 #
-# Usage: scripts/check_fresh.sh [--release bookworm|trixie] [--full | --ctest | --cuda] [--keep]
+# Usage: scripts/check_fresh.sh [--release bookworm|trixie] [--full | --ctest | --cuda | --sanitize] [--keep]
 #   --release  which Debian: bookworm (Debian 12, the default) or trixie (Debian 13)
 #   (default)  scripts/setup.sh --demo (and checks it installed no Node.js/npm), scripts/setup.sh
 #              --test, a CMake configure of every preset, and a build and run of dependency_check,
@@ -14,6 +14,14 @@
 #              LibTorch and a build and link of everything with a CUDA role: grpo (the engine and
 #              grpo worker), grpo-studio and test_device. CI runs this. Nothing runs on a GPU
 #              here: there is none.
+#   --sanitize trixie only, what CI runs there: one tree that does the work of three. The install
+#              steps with Debian's CUDA LibTorch 2.6 and CUDA 12.4 (scripts/setup.sh --demo --cuda,
+#              then --test --cuda; cuDNN declined, see below), then the asan preset (ASan + UBSan +
+#              LSan) with the NUMERICS tests (GRPO_SANITIZE_NUMERICS=ON): every target compiled by
+#              GCC 14 against LibTorch 2.6's headers, the CUDA-role ones (CUDA_TARGETS) checked to
+#              link libtorch_cuda.so, and the whole CTest suite run on the CPU under the sanitizers,
+#              with the cuDNN stub on the loader's path (no test reaches cuDNN: there is no GPU; each
+#              stub function aborts if one did).
 #   --full     the README's two commands as a newcomer runs them on one fresh root, each timed:
 #              `scripts/demo.sh --demo --steps 10` (headless), then `scripts/test.sh`.
 #   --keep     leave the root in place (its path is printed) instead of removing it.
@@ -43,8 +51,9 @@ while [ $# -gt 0 ]; do
     --full) mode=full ;;
     --ctest) mode=ctest ;;
     --cuda) mode=cuda ;;
+    --sanitize) mode=sanitize ;;
     --keep) keep=1 ;;
-    *) echo "usage: scripts/check_fresh.sh [--release bookworm|trixie] [--full | --ctest | --cuda] [--keep]" >&2; exit 2 ;;
+    *) echo "usage: scripts/check_fresh.sh [--release bookworm|trixie] [--full | --ctest | --cuda | --sanitize] [--keep]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -53,8 +62,8 @@ case "$SUITE" in
   trixie) DEBIAN=13 ;;
   *) echo "check_fresh: --release must be bookworm (Debian 12) or trixie (Debian 13), not '$SUITE'" >&2; exit 2 ;;
 esac
-if [ "$mode" = cuda ] && [ "$SUITE" != trixie ]; then
-  echo "check_fresh: --cuda needs --release trixie (Debian 12 has no CUDA LibTorch)" >&2; exit 2
+if { [ "$mode" = cuda ] || [ "$mode" = sanitize ]; } && [ "$SUITE" != trixie ]; then
+  echo "check_fresh: --$mode needs --release trixie (Debian 12 has no CUDA LibTorch)" >&2; exit 2
 fi
 if [ "$(id -u)" -ne 0 ]; then exec sudo -E "$0" "$@"; fi
 
@@ -146,7 +155,7 @@ new_root() {
   touch "$root/.grpo-fresh-root"  # scripts/test.sh inside it does not start another such check
   # Debian's own sources for the release, as a new install writes them (deb822).
   local components="main"
-  [ "$mode" != cuda ] || components="main contrib non-free non-free-firmware"
+  case "$mode" in cuda|sanitize) components="main contrib non-free non-free-firmware" ;; esac
   rm -f "$root/etc/apt/sources.list" "$root"/etc/apt/sources.list.d/*
   cat >"$root/etc/apt/sources.list.d/debian.sources" <<SOURCES
 Types: deb
@@ -197,7 +206,7 @@ in_root() {
 # no_test_tools WHO: the demo's install brought none of what only the tests need.
 no_test_tools() {
   local p
-  for p in nodejs npm clang python3-torch xvfb; do
+  for p in nodejs npm clang python3-torch python3-torch-cuda xvfb; do
     installed "$p" && fail "$1 installed $p, which only the tests need"
   done
   return 0
@@ -220,15 +229,18 @@ installs() {
   timings[${#timings[@]}-1]+=" ($(echo "$new" | wc -l) packages, $mb MB downloaded)"
 }
 
-# check_install: the README's install steps, the demo's first (which must bring no test tools),
-# then the tests', then a configure of every preset and the smallest program that links it all.
+# check_install [SETUP_FLAG]: the README's install steps, the demo's first (which must bring no test
+# tools), then the tests', then a configure of every preset and the smallest program that links it
+# all. SETUP_FLAG (--cuda) goes to each scripts/setup.sh call.
 check_install() {
-  installs "scripts/setup.sh --demo" in_root scripts/setup.sh --demo
-  no_test_tools "scripts/setup.sh --demo"
+  local flag="${1:-}"
+  installs "scripts/setup.sh --demo $flag" in_root scripts/setup.sh --demo $flag
+  no_test_tools "scripts/setup.sh --demo $flag"
   log "the demo's setup left $(packages | wc -l) packages in all, no nodejs/npm"
-  installs "scripts/setup.sh --test" in_root scripts/setup.sh --test
+  installs "scripts/setup.sh --test $flag" in_root scripts/setup.sh --test $flag
   # Run again, setup installs nothing: every name it checks is one dpkg knows (virtual ones too).
-  in_root "scripts/setup.sh --test" | grep -q "setup: installing" && fail "a second scripts/setup.sh --test installed packages again"
+  in_root "scripts/setup.sh --test $flag" | grep -q "setup: installing" && fail "a second scripts/setup.sh --test $flag installed packages again"
+  [ -z "$flag" ] || return 0  # the CUDA modes configure with their own options
   for preset in release debug asan engine; do
     timed "cmake --preset $preset" in_root "cmake --preset $preset >/tmp/configure-$preset.log 2>&1 || { tail -n 40 /tmp/configure-$preset.log; exit 1; }"
   done
@@ -241,36 +253,67 @@ check_install() {
 # other tests it runs there are CPU suites that --ctest already runs against LibTorch 2.6).
 CUDA_TARGETS=(grpo grpo-studio test_device)
 
+STUB=/tmp/cudnn-stub
+# NVIDIA's cuDNN licence is declined, so nvidia-cudnn downloads nothing (see the top).
+decline_cudnn() { in_root "echo 'nvidia-cudnn nvidia-cudnn/question select I Decline' | debconf-set-selections"; }
+cudnn_stub() {
+  in_root "test -e /usr/lib/x86_64-linux-gnu/libcudnn.so.9" && fail "libcudnn.so.9 is there: the stub would hide the real one"
+  timed "the cuDNN link stub" in_root "scripts/cudnn_link_stub.sh $STUB"
+}
+# cuda_configure PRESET [CMAKE_ARGS...]: configure against the CUDA LibTorch; no GPU to ask for its
+# architecture, so name the ones to build for (nothing here is nvcc-compiled).
+cuda_configure() {
+  local preset="$1"; shift
+  timed "cmake --preset $preset (CUDA LibTorch)" in_root "cmake --preset $preset $* -DTORCH_CUDA_ARCH_LIST='8.0;9.0' \
+    -DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,$STUB -DCMAKE_SHARED_LINKER_FLAGS=-Wl,-rpath-link,$STUB \
+    >/tmp/configure-cuda.log 2>&1 || { tail -n 40 /tmp/configure-cuda.log; exit 1; }"
+  in_root "grep -q '^C10_CUDA_LIBRARY:FILEPATH=.*libc10_cuda' build/$preset/CMakeCache.txt" ||
+    fail "CMake did not pick the CUDA LibTorch (no C10_CUDA_LIBRARY in build/$preset/CMakeCache.txt)"
+}
+# check_cuda_links PRESET: each CUDA-role target links libtorch_cuda.so for real (the CUDA kernels
+# are in the binary's closure).
+check_cuda_links() {
+  local t
+  for t in "${CUDA_TARGETS[@]}"; do
+    in_root "f=\$(find build/$1 -type f -name $t -perm -u+x | head -n1); test -n \"\$f\" && readelf -d \"\$f\" | grep -q 'libtorch_cuda.so'" ||
+      fail "$t ($1) does not link libtorch_cuda.so"
+    log "CUDA link OK: $t ($1 tree, needs libtorch_cuda.so)"
+  done
+}
+# run_ctest PRESET [ENV...]: the whole suite; ctest's own summary line ("100% tests passed, 0 tests
+# failed out of N") goes to the log.
+run_ctest() {
+  local preset="$1"; shift
+  timed "ctest --preset $preset" in_root "$* ctest --preset $preset -j2 2>&1 | tee /tmp/ctest.log | grep -E '^(Test project|[0-9]+% tests passed|The following tests FAILED|[[:space:]]+[0-9]+ - )' ; grep -q '^100% tests passed' /tmp/ctest.log || { grep -B2 -A60 -E 'FAILED|Failed' /tmp/ctest.log | tail -n 120; exit 1; }"
+}
+
 new_root
 case "$mode" in
   default) check_install ;;
   ctest)
     check_install
     cached_build "build the release tree" in_root "cmake --build --preset release"
-    # ctest's own summary line ("100% tests passed, 0 tests failed out of N") goes to the log.
-    timed "ctest --preset release" in_root "ctest --preset release -j2 2>&1 | tee /tmp/ctest.log | grep -E '^(Test project|[0-9]+% tests passed|The following tests FAILED|[[:space:]]+[0-9]+ - )' ; grep -q '^100% tests passed' /tmp/ctest.log || { grep -B2 -A60 -E 'FAILED|Failed' /tmp/ctest.log | tail -n 120; exit 1; }"
+    run_ctest release
     ;;
   cuda)
-    # NVIDIA's cuDNN licence is declined, so nvidia-cudnn downloads nothing (see the top).
-    in_root "echo 'nvidia-cudnn nvidia-cudnn/question select I Decline' | debconf-set-selections"
+    decline_cudnn
     installs "scripts/setup.sh --demo --cuda" in_root scripts/setup.sh --demo --cuda
-    in_root "test -e /usr/lib/x86_64-linux-gnu/libcudnn.so.9" && fail "libcudnn.so.9 is there: the stub would hide the real one"
-    timed "the cuDNN link stub" in_root "scripts/cudnn_link_stub.sh /tmp/cudnn-stub"
-    # No GPU to ask for its architecture: name the ones to build for (nothing here is nvcc-compiled).
-    timed "cmake --preset release (CUDA LibTorch)" in_root "cmake --preset release -DTORCH_CUDA_ARCH_LIST='8.0;9.0' \
-      -DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,/tmp/cudnn-stub -DCMAKE_SHARED_LINKER_FLAGS=-Wl,-rpath-link,/tmp/cudnn-stub \
-      >/tmp/configure-cuda.log 2>&1 || { tail -n 40 /tmp/configure-cuda.log; exit 1; }"
-    in_root "grep -q '^C10_CUDA_LIBRARY:FILEPATH=.*libc10_cuda' build/release/CMakeCache.txt" ||
-      fail "CMake did not pick the CUDA LibTorch (no C10_CUDA_LIBRARY in build/release/CMakeCache.txt)"
+    cudnn_stub
+    cuda_configure release
     for t in "${CUDA_TARGETS[@]}"; do
       cached_build "build and link $t (CUDA LibTorch)" in_root "cmake --build --preset release --target $t"
     done
-    # Each links libtorch_cuda.so for real: the CUDA kernels are in the binary's closure.
-    for t in "${CUDA_TARGETS[@]}"; do
-      in_root "f=\$(find build/release -type f -name $t -perm -u+x | head -n1); test -n \"\$f\" && readelf -d \"\$f\" | grep -q 'libtorch_cuda.so'" ||
-        fail "$t does not link libtorch_cuda.so"
-      log "CUDA link OK: $t (needs libtorch_cuda.so)"
-    done
+    check_cuda_links release
+    ;;
+  sanitize)
+    decline_cudnn
+    check_install --cuda
+    cudnn_stub
+    cuda_configure asan -DGRPO_SANITIZE_NUMERICS=ON
+    cached_build "build the asan tree (CUDA LibTorch, NUMERICS too)" in_root "cmake --build --preset asan"
+    check_cuda_links asan
+    # The loader finds the stub for libtorch_cuda.so's libcudnn.so.9 (run-time here, in this root only).
+    run_ctest asan "LD_LIBRARY_PATH=$STUB"
     ;;
   full)
     installs "scripts/demo.sh --demo --steps 10 (setup, build, headless demo)" \

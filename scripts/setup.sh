@@ -72,7 +72,8 @@ case "$torch" in
   cuda) PACKAGES+=(libtorch-cuda-dev nvidia-cuda-toolkit) ;;
 esac
 if [ "$mode" = test ]; then
-  if [ "$torch" = cpu ]; then PACKAGES+=(python3-torch); fi  # PyTorch's grpo step baseline
+  # PyTorch's grpo step baseline, from the same LibTorch build as the C++ side uses.
+  case "$torch" in cpu) PACKAGES+=(python3-torch) ;; cuda) PACKAGES+=(python3-torch-cuda) ;; esac
   PACKAGES+=(
     git
     python3                 # reference checks: python3's eval of the arithmetic tasks

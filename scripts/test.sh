@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # One command: install dependencies, build, run every test, check the .deb, fuzz each parser briefly,
-# then build the suite again under ASan + UBSan + LSan and run its tests there too (all but those
-# marked NUMERICS in tests/CMakeLists.txt: tensor numerics alone, which LibTorch bounds-checks).
-# Beside it, on pristine Debian roots (scripts/check_fresh.sh, debootstrap + chroot): the install
-# steps on Debian 12; the install steps, the whole release build and the whole CTest suite on
-# Debian 13 (LibTorch 2.6, Qt 6.8, GCC 14); and the CUDA build (Debian 13's CUDA LibTorch 2.6 and
-# CUDA 12.4) compiled and linked for everything with a CUDA role.
+# and run the whole suite under ASan + UBSan + LSan. Where this machine can make pristine Debian roots
+# (root, debootstrap + chroot: scripts/check_fresh.sh), two of them do part of that work:
+#   - beside the host's build, a Debian 13 root (LibTorch 2.6, Qt 6.8, GCC 14) installed with
+#     Debian's CUDA LibTorch and CUDA 12.4 builds one sanitizer tree of everything, checks that the
+#     CUDA-role targets link libtorch_cuda.so, and runs the whole suite there under ASan + UBSan +
+#     LSan, the NUMERICS tests included (check_fresh.sh --sanitize): the LibTorch 2 paths, the CUDA
+#     build and the sanitizers in one tree instead of three;
+#   - after the host's stages, the README's install steps on a Debian 12 root.
+# Without the roots (not root, GRPO_FRESH=0 or bookworm, or inside such a root already) the
+# sanitizer pass runs on this machine instead (scripts/test_asan.sh: all but the NUMERICS tests).
 # Usage: scripts/test.sh [--quick] [PRESET]
-#   --quick  a developer's check: build and ctest only (no package, fuzzing, ASan or fresh roots)
-#   (GRPO_FUZZ_RUNS=N sets the fuzz inputs per target; GRPO_ASAN=0 skips the sanitizer pass;
-#    GRPO_FRESH=0 skips the pristine roots; GRPO_FRESH=bookworm only the Debian 12 install check;
-#    GRPO_BENCH_GUARD=0 skips the benchmark guard's warnings)
+#   --quick  a developer's check: build and ctest only (no package, fuzzing, sanitizers or roots)
+#   (GRPO_FUZZ_RUNS=N sets the fuzz inputs per target; GRPO_ASAN=0 skips the sanitizer pass wherever
+#    it would run; GRPO_FRESH=0 skips the pristine roots; GRPO_FRESH=bookworm only the Debian 12
+#    install check; GRPO_BENCH_GUARD=0 skips the benchmark guard's warnings)
 # Caches between runs, outside the clone: ccache (~/.cache/ccache, CCACHE_MAXSIZE, 12G here), and
 # scripts/check_fresh.sh's minbase tarballs, .debs and per-release ccaches (/var/cache/grpo-fresh).
 set -euo pipefail
@@ -26,35 +30,25 @@ stage() {  # stage LABEL CMD...: runs CMD, records its wall time
   "$@"
   stage_times+=("$label: $((SECONDS - t0)) s")
 }
-# Five builds share this machine's ccache over a CI run (release, ASan, fuzz here; the Debian 13
-# ones keep their own): 5 GB, ccache's default, evicts part of a warm cache every run.
+# Three builds share this machine's ccache over a CI run (release and fuzz here, ASan without the
+# roots; the Debian 13 root keeps its own): 5 GB, ccache's default, could evict part of a warm cache.
 export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-12G}"
 stage "scripts/setup.sh --test" scripts/setup.sh --test
 ccache_before="$(scripts/ccache_stats.sh)"
-# The pristine roots are mostly downloads and dpkg at first, then the Debian 13 build and tests:
-# they run beside this build as one chain (its output in build/fresh-*.log). Tests on both sides
-# share the machine with builds: none may depend on timing. Not run inside such a root itself
-# (check_fresh.sh --full runs this script there).
+# The pristine roots (not inside such a root itself: check_fresh.sh --full runs this script there).
+# Tests on both sides share the machine with builds: none may depend on timing.
+roots=0
+if [ "$quick" = 0 ] && [ "${GRPO_FRESH:-1}" != 0 ] && [ ! -e /.grpo-fresh-root ]; then roots=1; fi
+sanitize_root=0
+if [ "$roots" = 1 ] && [ "${GRPO_FRESH:-1}" != bookworm ] && [ "${GRPO_ASAN:-1}" != 0 ]; then sanitize_root=1; fi
+mkdir -p build
+rm -f build/fresh-*.log
 fresh_pid=
-fresh=()
-if [ "$quick" = 0 ] && [ "${GRPO_FRESH:-1}" != 0 ] && [ ! -e /.grpo-fresh-root ]; then
-  # Each check as NAME|OPTIONS; its output goes to build/fresh-NAME.log.
-  fresh=("bookworm|--release bookworm")
-  if [ "${GRPO_FRESH:-1}" != bookworm ]; then fresh+=("trixie-ctest|--release trixie --ctest" "trixie-cuda|--release trixie --cuda"); fi
-  mkdir -p build
-  fresh_chain() {
-    local check
-    for check in "${fresh[@]}"; do
-      # shellcheck disable=SC2086  # the options are words
-      if ! scripts/check_fresh.sh ${check#*|} >"build/fresh-${check%%|*}.log" 2>&1; then
-        echo "${check#*|}" >build/fresh-failed
-        return 1
-      fi
-    done
-  }
-  rm -f build/fresh-failed build/fresh-*.log
-  echo "== beside the build, one after another (build/fresh-*.log):$(printf ' [scripts/check_fresh.sh %s]' "${fresh[@]#*|}")"
-  fresh_chain &
+if [ "$sanitize_root" = 1 ]; then
+  # Mostly downloads and dpkg at first, then the sanitizer tree and the suite: beside the host's
+  # stages from the start (its output in build/fresh-trixie-sanitize.log).
+  echo "== beside the build (build/fresh-trixie-sanitize.log): scripts/check_fresh.sh --release trixie --sanitize"
+  scripts/check_fresh.sh --release trixie --sanitize >build/fresh-trixie-sanitize.log 2>&1 &
   fresh_pid=$!
   # On an early exit (a failed build), stop it (its own traps unmount) and keep our exit status.
   stop_fresh() {
@@ -68,6 +62,7 @@ if [ "$quick" = 0 ] && [ "${GRPO_FRESH:-1}" != 0 ] && [ ! -e /.grpo-fresh-root ]
   }
   trap stop_fresh EXIT
 fi
+show_log() { sed "s/^/[$(basename "$1" .log)] /" "$1"; }
 stage "build ($preset)" scripts/build.sh "$preset"
 stage "ctest ($preset)" ctest --preset "$preset" -j2
 if [ "$quick" = 1 ]; then exit 0; fi
@@ -76,18 +71,31 @@ if [ "$preset" = release ]; then stage "package" env NO_BUILD=1 scripts/check_pa
 # Every parser of untrusted input under libFuzzer + ASan + UBSan: a fixed seed and input count
 # (reproducible), capped in time. Longer exploration: scripts/fuzz.sh 600.
 stage "fuzz" env FUZZ_SEED=1 FUZZ_RUNS="${GRPO_FUZZ_RUNS:-20000}" scripts/fuzz.sh 30
-# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer (build/asan):
-# any report fails its test.
-if [ "${GRPO_ASAN:-1}" != 0 ]; then stage "ASan+UBSan build and ctest" scripts/test_asan.sh; fi
+# The README's install steps on a pristine Debian 12 root: after the host's builds, while the Debian
+# 13 root still compiles.
+if [ "$roots" = 1 ]; then
+  bookworm_check() {
+    scripts/check_fresh.sh --release bookworm >build/fresh-bookworm.log 2>&1 && show_log build/fresh-bookworm.log && return 0
+    show_log build/fresh-bookworm.log
+    echo "scripts/check_fresh.sh --release bookworm failed: see its lines above" >&2
+    return 1
+  }
+  stage "pristine Debian 12 root: install steps" bookworm_check
+fi
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer: in the
+# Debian 13 root when it runs, else here (build/asan). Any report fails its test.
+if [ "${GRPO_ASAN:-1}" != 0 ] && [ "$sanitize_root" = 0 ]; then
+  stage "ASan+UBSan build and ctest" scripts/test_asan.sh
+fi
 if [ -n "$fresh_pid" ]; then
   t0=$SECONDS
   fresh_status=0
   wait "$fresh_pid" || fresh_status=$?
   fresh_pid=
-  stage_times+=("waiting for the pristine roots: $((SECONDS - t0)) s")
-  for log in build/fresh-*.log; do sed "s/^/[$(basename "$log" .log)] /" "$log"; done
+  stage_times+=("waiting for the Debian 13 root (sanitizers, CUDA link): $((SECONDS - t0)) s")
+  show_log build/fresh-trixie-sanitize.log
   if [ "$fresh_status" != 0 ]; then
-    echo "scripts/check_fresh.sh $(cat build/fresh-failed 2>/dev/null) failed: see its lines above" >&2
+    echo "scripts/check_fresh.sh --release trixie --sanitize failed: see its lines above" >&2
     exit 1
   fi
 fi
