@@ -6,14 +6,15 @@
 #   --release  which Debian: bookworm (Debian 12, the default) or trixie (Debian 13)
 #   (default)  scripts/setup.sh --demo (and checks it installed no Node.js/npm), scripts/setup.sh
 #              --test, a CMake configure of every preset, and a build and run of dependency_check,
-#              the smallest target that links Qt Charts, Qt Network and LibTorch. CI runs this.
+#              the smallest target that links Qt Charts, Qt Network and LibTorch. CI runs this on
+#              bookworm.
 #   --ctest    the default check, then the whole release tree built in the root and its whole CTest
-#              suite run there. CI runs this on trixie: the LibTorch 2.x code paths are tested.
+#              suite run there (a developer's check of the CPU LibTorch at -O3; CI runs --sanitize).
 #   --cuda     trixie only: scripts/setup.sh --cuda (Debian's CUDA LibTorch 2.6 and CUDA 12.4
 #              toolkit; cuDNN's download declined, see below), then a configure against that
 #              LibTorch and a build and link of everything with a CUDA role: grpo (the engine and
-#              grpo worker), grpo-studio and test_device. CI runs this. Nothing runs on a GPU
-#              here: there is none.
+#              grpo worker), grpo-studio and test_device, at -O3 without sanitizers (CI's
+#              --sanitize links the same targets). Nothing runs on a GPU here: there is none.
 #   --sanitize trixie only, what CI runs there: one tree that does the work of three. The install
 #              steps with Debian's CUDA LibTorch 2.6 and CUDA 12.4 (scripts/setup.sh --demo --cuda,
 #              then --test --cuda; cuDNN declined, see below), then the asan preset (ASan + UBSan +
@@ -27,18 +28,19 @@
 #   --keep     leave the root in place (its path is printed) instead of removing it.
 # Needs root (chroot and mounts) and reaches the same Debian mirror as the host's apt sources. The
 # root's apt sources are Debian's own for the release (its updates and security suites), as a new
-# install writes them; --cuda adds contrib and non-free, where Debian's CUDA packages live.
+# install writes them; --cuda and --sanitize add contrib and non-free, where Debian's CUDA packages live.
 # Kept between runs under GRPO_FRESH_CACHE (default /var/cache/grpo-fresh): each release's minbase
-# root as a tarball, the downloaded .debs, and each release's ccache (--ctest and --cuda share one:
+# root as a tarball, the downloaded .debs, and each release's ccache (the trixie modes share one:
 # the same compiler and the same LibTorch headers). The root itself is always made new.
 # What is checked is the commit at HEAD: uncommitted changes are not in the clone.
 #
 # cuDNN: libtorch_cuda.so needs libcudnn.so.9, which Debian's nvidia-cudnn package downloads from
-# NVIDIA when its licence is accepted; nothing here may download it. --cuda declines the licence
-# and links against a stub libcudnn.so.9 made from the very symbols libtorch_cuda.so asks of it
-# (scripts/cudnn_link_stub.sh), found by the linker alone (-rpath-link): it is never installed,
-# shipped or loaded, and every other library is resolved for real. A GPU box needs NVIDIA's cuDNN
-# (docs/gpu.md).
+# NVIDIA when its licence is accepted; nothing here may download it. --cuda and --sanitize decline
+# the licence and link against a stub libcudnn.so.9 made from the very symbols libtorch_cuda.so asks
+# of it (scripts/cudnn_link_stub.sh, each a function that aborts), given to the linker by
+# -rpath-link; every other library is resolved for real. It is never installed or shipped; only
+# --sanitize's test run has it on the loader's path, in this throwaway root, where no test reaches
+# cuDNN (no GPU). A GPU box needs NVIDIA's cuDNN (docs/gpu.md).
 set -euo pipefail
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
 CACHE="${GRPO_FRESH_CACHE:-/var/cache/grpo-fresh}"
@@ -250,7 +252,7 @@ check_install() {
 
 # The targets with a CUDA role: the CLI (the engine, `grpo train`, `grpo worker`, `grpo bench`), the
 # desktop app, and test_device, which scripts/gpu_check.sh runs with GRPO_TEST_DEVICE=cuda (the
-# other tests it runs there are CPU suites that --ctest already runs against LibTorch 2.6).
+# other tests it runs there are CPU suites that --sanitize already runs against LibTorch 2.6).
 CUDA_TARGETS=(grpo grpo-studio test_device)
 
 STUB=/tmp/cudnn-stub
