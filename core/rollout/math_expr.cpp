@@ -242,10 +242,15 @@ NodePtr choose_pm(const NodePtr& n, unsigned signs, int& index) {
   for (auto& k : copy->kids) k = choose_pm(k, signs, index);
   return copy;
 }
-// "1 \pm \sqrt{5}" -> both variants; anything else -> itself.
+// A parse that gives up: the text is not an answer this reader understands (or is too large).
+struct ParseFail {};
+
+// "1 \pm \sqrt{5}" -> both variants; anything else -> itself. More than kMaxPlusMinus signs is not
+// an answer: 2^k variants (and a shift past 31 bits).
 std::vector<Value> expand_pm(const Value& v) {
   if (v.kind != VKind::Expr || !has_pm(*v.expr)) return {v};
-  int k = count_pm(*v.expr);
+  const int k = count_pm(*v.expr);
+  if (k > kMaxPlusMinus) throw ParseFail{};
   std::vector<Value> out;
   for (unsigned s = 0; s < (1u << k); ++s) {
     int index = 0;
@@ -261,7 +266,6 @@ Value pm_to_set(Value v) {
 // ---------------------------------------------------------------------------------------------
 // Parser
 
-struct ParseFail {};
 
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }

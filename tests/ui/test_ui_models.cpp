@@ -286,7 +286,9 @@ private Q_SLOTS:
     QCOMPARE(cfg.slurm_workers, int64_t{3});
     QCOMPARE(cfg.slurm_partition, std::string("gpu"));
     QCOMPARE(SlurmLaunchFields::load().gres, QString("gpu:1"));  // remembered
-    QVERIFY(!page.launchOnSlurm(SlurmLaunchFields{.count = 0}).isEmpty());
+    SlurmLaunchFields none;
+    none.count = 0;
+    QVERIFY(!page.launchOnSlurm(none).isEmpty());
 
     // A live run: the launch and the cancel go down, the whole job of the selected task.
     std::vector<std::pair<int, nlohmann::json>> launched;
