@@ -498,7 +498,7 @@ private Q_SLOTS:
     download_matches("org/exported", out);
     const std::string card = grpo::read_file(out + "/README.md");
     for (const char* want : {"base_model: \"grpo-test/tiny-arith\"\n", "library_name: peft\n", "pipeline_tag: text-generation\n",
-                             "- grpo\n", "- lora\n"})
+                             "base_model_relation: adapter\n", "- grpo\n", "- lora\n", "- peft\n"})
       QVERIFY2(card.find(want) != std::string::npos, want);
     QVERIFY(card.find(kToken) == std::string::npos);
     // A bad repo id stops before anything is exported.
