@@ -20,9 +20,12 @@ std::string checked_endpoint(const std::string& endpoint) {
   std::string e = endpoint.empty() ? hub_endpoint() : endpoint;
   while (!e.empty() && e.back() == '/') e.pop_back();
   const QUrl ep(QString::fromStdString(e));
-  check(e.size() <= 2048 && ep.isValid() && (ep.scheme() == "https" || ep.scheme() == "http") && !ep.host().isEmpty(),
-        "HF_ENDPOINT", "\"" + e.substr(0, 200) + "\" is not an http(s) URL");
-  return e;
+  if (e.size() <= 2048 && ep.isValid() && (ep.scheme() == "https" || ep.scheme() == "http") && !ep.host().isEmpty())
+    return e;
+  std::string shown = "\"";  // built step by step: GCC 12 misreads "\"" + e.substr(...) as an overlapping copy
+  shown.append(e, 0, 200);
+  shown += "\" is not an http(s) URL";
+  throw Error("HF_ENDPOINT", shown);
 }
 
 std::string checked_token(const std::optional<std::string>& token) {
