@@ -167,7 +167,7 @@ MetricsSummary summarize_metrics(const std::string& run_dir, std::optional<int64
 std::string model_card(const ModelCardInput& in) {
   const json& cfg = in.run_config;
   std::ostringstream o;
-  o << front_matter(in);
+  o << front_matter(in) << "\n";
 
   // ---- body ----
   const std::string title = basename_of(in.base_model.empty() ? "model" : in.base_model);
