@@ -221,6 +221,8 @@ private Q_SLOTS:
     QCOMPARE(st.batches, 0);
     QCOMPARE(st.commits, 0);
     QCOMPARE(hub_.repo("models/org/again").commit.toStdString(), before);
+    qInfo("second push of the same folder: %zu of %zu files unchanged, %lld LFS bytes sent, %d commits",
+          r.unchanged, r.files, static_cast<long long>(st.put_bytes), st.commits);
     // One file changes: only it is committed, and no LFS call is made.
     write_bytes(dir + "/README.md", "---\nlibrary_name: peft\n---\n\n# changed\n");
     hub_.reset_upload_stats();
@@ -252,6 +254,10 @@ private Q_SLOTS:
     QCOMPARE(st.basic_puts, 0);
     QCOMPARE(r.lfs_bytes_sent, uint64_t(big.size()));
     QCOMPARE(st.put_bytes, qint64(big.size()));
+    qInfo("multipart: %lld bytes in %d parts (%lld, %lld, %lld, %lld), 1 completion, 1 verify",
+          static_cast<long long>(st.put_bytes), st.parts, static_cast<long long>(st.part_sizes[0]),
+          static_cast<long long>(st.part_sizes[1]), static_cast<long long>(st.part_sizes[2]),
+          static_cast<long long>(st.part_sizes[3]));
     download_matches("org/merged", dir);
 
     // The same bytes under a new name: the LFS batch says the Hub has them; nothing is sent.
@@ -364,6 +370,7 @@ private Q_SLOTS:
     QCOMPARE(st.verifies, 0);
     // Our 3 tries, each of which Qt may resend on a fresh connection: bounded either way.
     QVERIFY2(st.cuts >= 3 && st.cuts <= 9, qPrintable(QString::number(st.cuts)));
+    qInfo("permanent cut: %d connections cut, 0 commits: %s", st.cuts, e.c_str());
     QCOMPARE(hub_.repo("models/org/cutperm").files.size(), size_t(1));  // only the new repo's .gitattributes
   }
 
