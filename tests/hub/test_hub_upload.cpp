@@ -508,6 +508,21 @@ private Q_SLOTS:
                              "base_model_relation: adapter\n", "- grpo\n", "- lora\n", "- peft\n"})
       QVERIFY2(card.find(want) != std::string::npos, want);
     QVERIFY(card.find(kToken) == std::string::npos);
+    // The merged model (the demo's 3.4 MB of weights: a multipart upload at the stand-in's 1 MiB
+    // chunk), then a fresh download identical byte for byte.
+    hub_.reset_upload_stats();
+    const std::string merged = tmp_.path().toStdString() + "/exported-merged";
+    ex.start(GRPO_CLI, {"export", "--run", QString::fromStdString(run), "--out", QString::fromStdString(merged), "--merged",
+                        "--push-to-hub", "org/exported-merged", "--message", "merged model"});
+    QVERIFY(ex.waitForFinished(120000));
+    QVERIFY2(ex.exitCode() == 0, ex.readAllStandardError().constData());
+    const auto st = hub_.upload_stats();
+    QVERIFY2(st.violations.empty(), st.violations.empty() ? "" : st.violations.front().constData());
+    QVERIFY2(st.parts >= 3 && st.completions == 1, qPrintable(QString::number(st.parts)));
+    QVERIFY(grpo::file_exists(merged + "/config.json") && grpo::file_exists(merged + "/model.safetensors"));
+    qInfo("merged model pushed: %lld LFS bytes in %d parts, %d commit", static_cast<long long>(st.put_bytes), st.parts,
+          st.commits);
+    download_matches("org/exported-merged", merged);
     // A bad repo id stops before anything is exported.
     ex.start(GRPO_CLI, {"export", "--run", QString::fromStdString(run), "--out", QString::fromStdString(out + "-2"),
                         "--push-to-hub", "bad//id"});
