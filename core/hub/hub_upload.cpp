@@ -99,6 +99,7 @@ class Pusher {
 public:
   explicit Pusher(const PushOptions& o) : o_(o) {}
   PushResult run();
+  const std::string& token() const { return token_; }
 
 private:
   std::string kind() const { return o_.repo_type == RepoType::Dataset ? "dataset" : "model"; }
@@ -706,7 +707,19 @@ PushResult Pusher::run() {
 
 PushResult push_folder(const PushOptions& options) {
   Pusher p(options);
-  return p.run();
+  try {
+    return p.run();
+  } catch (const Error& e) {
+    // A server may echo what it was sent (the Authorization header) in an error message or a body
+    // we quote: the token never leaves in a message.
+    const std::string& t = p.token();
+    if (t.empty() || std::string(e.what()).find(t) == std::string::npos) throw;
+    auto redact = [&t](std::string s) {
+      for (size_t at = s.find(t); at != std::string::npos; at = s.find(t, at)) s.replace(at, t.size(), "<token>");
+      return s;
+    };
+    throw Error(redact(e.context()), redact(e.message()), redact(e.hint()));
+  }
 }
 
 }  // namespace grpo::hub

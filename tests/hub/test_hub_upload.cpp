@@ -411,6 +411,10 @@ private Q_SLOTS:
                          "nothing was committed");
     hub_.answer_next("preupload", "{\"files\": [{\"path\": \"../../etc/passwd\", \"uploadMode\": \"regular\"}]}");
     CHECK_ERROR_CONTAINS(error_of([&] { hub::push_folder(opts(dir, "org/hostile")); }), "which was not asked about");
+    hub_.answer_next("preupload", QByteArray("echo: Bearer ") + kToken);  // a server quoting the token back
+    const std::string echoed = error_of([&] { hub::push_folder(opts(dir, "org/hostile")); });
+    CHECK_ERROR_CONTAINS(echoed, "is not JSON", "Bearer <token>");
+    QVERIFY2(echoed.find(kToken) == std::string::npos, echoed.c_str());
     hub_.answer_next("preupload", "{\"files\": []}");
     CHECK_ERROR_CONTAINS(error_of([&] { hub::push_folder(opts(dir, "org/hostile")); }), "says nothing about");
     QCOMPARE(hub_.upload_stats().commits, 0);
