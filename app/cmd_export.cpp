@@ -11,6 +11,7 @@
 #include "app/commands.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
+#include "core/hub/hf_cache.h"
 #include "core/records/metrics_export.h"
 #include "core/records/run_dir.h"
 #include "core/run/export.h"
@@ -57,6 +58,9 @@ void add_export_commands(CLI::App& app) {
     run::ExportOptions o;
     int64_t version = -1, checkpoint = -1;
     std::string max_shard = "5GB", csv;
+#ifdef GRPO_WITH_DOWNLOAD
+    HubPushArgs push;  // --push-to-hub REPO_ID and its options
+#endif
   };
   auto a = std::make_shared<ExportArgs>();
   auto* exp = app.add_subcommand("export", "Export a run's adapter (Hugging Face PEFT, or merged into the base model)");
@@ -76,17 +80,43 @@ void add_export_commands(CLI::App& app) {
                   "base_model_name_or_path to write (e.g. a Hub id; default: the run's model_name_or_path)");
   exp->add_option("--csv", a->csv,
                   std::string("Only write ") + kMetrics + " as a CSV table to this file ('-' = stdout)");
+#ifdef GRPO_WITH_DOWNLOAD
+  exp->add_option("--push-to-hub", a->push.repo_id,
+                  "Then upload the exported folder to this Hub repo (org/name; created when missing) as one commit, "
+                  "as `grpo push` does");
+  add_hub_push_options(exp, a->push);
+#endif
   exp->callback([a] {
     if (!a->csv.empty()) {
+#ifdef GRPO_WITH_DOWNLOAD
+      if (!a->push.repo_id.empty()) throw Error("--push-to-hub", "pushes an exported folder, not --csv");
+#endif
       write_text(a->csv, run::metrics_csv(a->o.run_dir));
       return;
     }
     if (a->version >= 0) a->o.version = a->version;
     if (a->checkpoint >= 0) a->o.checkpoint_step = a->checkpoint;
     a->o.max_shard_bytes = parse_size(a->max_shard);
+#ifdef GRPO_WITH_DOWNLOAD
+    if (!a->push.repo_id.empty())  // a bad repo id or revision stops before the export is written
+      as_usage_errors([&] {
+        hub::validate_repo_id(a->push.repo_id);
+        hub::validate_revision(a->push.revision);
+      });
+#endif
     const auto r = run::export_run(a->o);
     std::cerr << "exported to " << r.out_dir << std::endl;
-    print_json_line(nlohmann::json{{"out_dir", r.out_dir}, {"files", r.files}}.dump());
+    nlohmann::json out{{"out_dir", r.out_dir}, {"files", r.files}};
+#ifdef GRPO_WITH_DOWNLOAD
+    if (!a->push.repo_id.empty()) {
+      const HubPushOutcome p = push_folder_from_cli(r.out_dir, a->push);
+      out["repo_url"] = p.repo_url;
+      out["commit_url"] = p.commit_url;
+      out["pr_url"] = p.pr_url;
+      out["no_changes"] = p.no_changes;
+    }
+#endif
+    print_json_line(out.dump());
   });
 
   auto* runs = app.add_subcommand("runs", "A run's metrics in other formats");

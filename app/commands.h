@@ -2,6 +2,8 @@
 // a callback that calls into core/; errors propagate as grpo::Error to main().
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +68,22 @@ void add_workers_commands(CLI::App& app);  // grpo workers launch|cancel|list (c
 #endif
 #ifdef GRPO_WITH_DOWNLOAD
 void add_download_commands(CLI::App& app);  // grpo download (cmd_download.cpp)
+void add_push_commands(CLI::App& app);      // grpo push (cmd_push.cpp)
+// The options of a push, shared by `grpo push` and `grpo export --push-to-hub`.
+struct HubPushArgs {
+  std::string repo_id, repo_type = "model", revision = "main", message, description;
+  bool private_repo = false, create_pr = false, quiet = false;
+};
+// --private, --revision, --create-pr, --message, --description, --repo-type.
+void add_hub_push_options(CLI::App* cmd, HubPushArgs& a);
+struct HubPushOutcome {
+  std::string repo_url, commit_url, pr_url, commit_oid;
+  bool no_changes = false;
+  size_t files = 0, lfs_uploaded = 0;
+  uint64_t lfs_bytes_sent = 0;
+};
+// Pushes `folder` (core/hub/hub_upload.h) with progress and the commit URL on stderr.
+HubPushOutcome push_folder_from_cli(const std::string& folder, const HubPushArgs& a);
 #endif
 
 // "1,2,3" -> {1, 2, 3}; errors name the option.

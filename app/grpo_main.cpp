@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
 #endif
 #ifdef GRPO_WITH_DOWNLOAD
   grpo::cli::add_download_commands(app);
+  grpo::cli::add_push_commands(app);
 #endif
   try {
     app.parse(argc, argv);

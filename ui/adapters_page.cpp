@@ -1,22 +1,31 @@
 #include "ui/adapters_page.h"
 
+#include <atomic>
+#include <chrono>
+#include <memory>
 #include <thread>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QCoreApplication>
 #include <QDateTime>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QPointer>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
 #include "core/api/export.h"
+#include "core/api/hub.h"
 #include "core/api/run_folder.h"
 
 namespace grpo::ui {
@@ -61,15 +70,28 @@ AdaptersPage::AdaptersPage(QWidget* parent) : QWidget(parent) {
   bar->addWidget(new QLabel(tr("dtype:")));
   bar->addWidget(dtype_);
   bar->addWidget(export_);
+  push_ = new QPushButton(tr("Push to Hub..."));
+  push_->setObjectName("pushButton");
+  push_->setToolTip(tr("Export the selected version or checkpoint and upload it to a Hugging Face Hub repo "
+                       "(token: HF_TOKEN or huggingface-cli login)"));
+  bar->addWidget(push_);
   lay->addLayout(bar);
   status_ = new QLabel;
   status_->setObjectName("exportStatus");
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   lay->addWidget(status_);
+  pushStatus_ = new QLabel;
+  pushStatus_->setObjectName("pushStatus");
+  pushStatus_->setWordWrap(true);
+  pushStatus_->setTextFormat(Qt::RichText);  // the commit link
+  pushStatus_->setTextInteractionFlags(Qt::TextBrowserInteraction);
+  pushStatus_->setOpenExternalLinks(true);
+  lay->addWidget(pushStatus_);
   export_->setToolTip(tr("Export the selected version or checkpoint in Hugging Face format"));
   connect(refresh, &QPushButton::clicked, this, &AdaptersPage::refresh);
   connect(export_, &QPushButton::clicked, this, &AdaptersPage::exportSelected);
+  connect(push_, &QPushButton::clicked, this, &AdaptersPage::pushSelected);
 }
 
 void AdaptersPage::setRunDir(const QString& runDir) {
@@ -139,6 +161,7 @@ bool AdaptersPage::startExport(int row, const QString& outDir, bool merged, cons
   o.dtype = dtype.toStdString();
   exporting_ = true;
   export_->setEnabled(false);
+  push_->setEnabled(false);
   status_->setText(tr("Exporting %1 to %2 ...").arg(table_->item(row, Name)->text(), outDir));
   QPointer<AdaptersPage> self(this);
   std::thread([self, o] {
@@ -153,9 +176,129 @@ bool AdaptersPage::startExport(int row, const QString& outDir, bool merged, cons
       if (!self) return;
       self->exporting_ = false;
       self->export_->setEnabled(true);
+      self->push_->setEnabled(true);
       self->status_->setStyleSheet(err.isEmpty() ? QString() : QString("color: #c62828;"));
       self->status_->setText(err.isEmpty() ? self->tr("Exported to %1").arg(out) : err);
       Q_EMIT self->exportFinished(out, err);
+    }, Qt::QueuedConnection);
+  }).detach();
+  return true;
+}
+
+void AdaptersPage::pushSelected() {
+  const int row = table_->currentRow();
+  if (row < 0) {
+    pushStatus_->setText(tr("Select a version or checkpoint first."));
+    return;
+  }
+  QDialog dlg(this);
+  dlg.setWindowTitle(tr("Push to Hub"));
+  auto* form = new QFormLayout(&dlg);
+  auto* repo = new QLineEdit;
+  repo->setObjectName("pushRepoId");
+  repo->setPlaceholderText(tr("org/name (created when missing)"));
+  auto* branch = new QLineEdit("main");
+  auto* message = new QLineEdit;
+  message->setPlaceholderText(tr("Upload folder with GRPO Studio"));
+  auto* priv = new QCheckBox(tr("Private (when the repo is created)"));
+  auto* pr = new QCheckBox(tr("Open a pull request instead of committing to the branch"));
+  form->addRow(tr("Repo id:"), repo);
+  form->addRow(tr("Branch:"), branch);
+  form->addRow(tr("Message:"), message);
+  form->addRow(priv);
+  form->addRow(pr);
+  form->addRow(new QLabel(tr("Format and dtype as chosen on the page. The token is HF_TOKEN, or the one "
+                             "`huggingface-cli login` saved.")));
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+  form->addRow(buttons);
+  connect(buttons, &QDialogButtonBox::accepted, &dlg, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, &dlg, &QDialog::reject);
+  if (dlg.exec() != QDialog::Accepted) return;
+  PushRequest r;
+  r.repoId = repo->text().trimmed();
+  r.revision = branch->text().trimmed().isEmpty() ? QString("main") : branch->text().trimmed();
+  r.message = message->text();
+  r.privateRepo = priv->isChecked();
+  r.createPr = pr->isChecked();
+  r.merged = format_->currentData().toBool();
+  r.dtype = dtype_->currentText();
+  QString err;
+  if (!startPush(row, r, &err)) {
+    pushStatus_->setStyleSheet("color: #c62828;");
+    pushStatus_->setText(err.toHtmlEscaped());
+  }
+}
+
+bool AdaptersPage::startPush(int row, const PushRequest& request, QString* error) {
+  auto refuse = [&](const QString& why) {
+    if (error) *error = why;
+    return false;
+  };
+  if (exporting_) return refuse(tr("an export or a push is already running"));
+  if (row < 0 || row >= table_->rowCount()) return refuse(tr("no such row"));
+  try {  // checked before the export is written
+    hub::validate_repo_id(request.repoId.toStdString());
+    hub::validate_revision(request.revision.toStdString());
+  } catch (const std::exception& e) {
+    return refuse(QString::fromStdString(e.what()));
+  }
+  run::ExportOptions o;
+  o.run_dir = runDir_.toStdString();
+  const qint64 number = table_->item(row, Kind)->data(Qt::UserRole).toLongLong();
+  if (table_->item(row, Kind)->text() == tr("checkpoint")) o.checkpoint_step = number;
+  else o.version = number;
+  // A fresh folder each time: export_run writes only into an absent or empty one.
+  o.out_dir = QDir(QString::fromStdString(run::RunFolder(runDir_.toStdString()).path(run::RunFolder::kExportDir)))
+                  .filePath(table_->item(row, Name)->text() + (request.merged ? "-merged" : "") + "-hub-" +
+                            QDateTime::currentDateTime().toString("yyyyMMdd-hhmmss-zzz"))
+                  .toStdString();
+  o.merged = request.merged;
+  o.dtype = request.dtype.toStdString();
+  hub::PushOptions p;
+  p.folder = o.out_dir;
+  p.repo_id = request.repoId.toStdString();
+  p.revision = request.revision.toStdString();
+  p.private_repo = request.privateRepo;
+  p.create_pr = request.createPr;
+  p.commit_message = request.message.toStdString();
+  exporting_ = true;
+  export_->setEnabled(false);
+  push_->setEnabled(false);
+  pushStatus_->setStyleSheet(QString());
+  pushStatus_->setText(tr("Exporting %1 for %2 ...").arg(table_->item(row, Name)->text(), request.repoId).toHtmlEscaped());
+  QPointer<AdaptersPage> self(this);
+  std::thread([self, o, p]() mutable {
+    QString url, err;
+    // Progress back to the GUI thread, at most every 100 ms and at the end of the upload.
+    auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+    p.on_progress = [self, last](const hub::PushProgress& pr) {
+      if (pr.stage != "uploading") return;
+      const auto now = std::chrono::steady_clock::now();
+      if (pr.bytes_done < pr.bytes_total && now - *last < std::chrono::milliseconds(100)) return;
+      *last = now;
+      const qint64 done = static_cast<qint64>(pr.bytes_done), total = static_cast<qint64>(pr.bytes_total);
+      QMetaObject::invokeMethod(QCoreApplication::instance(), [self, done, total] {
+        if (!self) return;
+        self->pushStatus_->setText(self->tr("Uploading: %1 of %2 KiB").arg(done / 1024).arg(total / 1024));
+        Q_EMIT self->pushProgress(done, total);
+      }, Qt::QueuedConnection);
+    };
+    try {
+      run::export_run(o);
+      const hub::PushResult r = hub::push_folder(p);
+      url = QString::fromStdString(!r.pr_url.empty() ? r.pr_url : !r.commit_url.empty() ? r.commit_url : r.repo_url);
+    } catch (const std::exception& e) {
+      err = QString::fromStdString(e.what());
+    }
+    QMetaObject::invokeMethod(QCoreApplication::instance(), [self, url, err] {
+      if (!self) return;
+      self->exporting_ = false;
+      self->export_->setEnabled(true);
+      self->push_->setEnabled(true);
+      self->pushStatus_->setStyleSheet(err.isEmpty() ? QString() : QString("color: #c62828;"));
+      self->pushStatus_->setText(err.isEmpty() ? self->tr("Pushed: <a href=\"%1\">%2</a>").arg(url.toHtmlEscaped(), url.toHtmlEscaped())
+                                               : err.toHtmlEscaped());
+      Q_EMIT self->pushFinished(url, err);
     }, Qt::QueuedConnection);
   }).detach();
   return true;

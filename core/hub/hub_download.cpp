@@ -30,6 +30,7 @@
 #include "core/common/json_limits.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
+#include "core/hub/hub_http.h"
 
 namespace grpo::hub {
 namespace {
@@ -55,17 +56,6 @@ std::string dirname_of(const std::string& p) {
 uint64_t file_size(const std::string& p) {
   struct stat st;
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
-}
-
-std::optional<uint64_t> parse_size(const QByteArray& v) {
-  const std::string s = trim(v.toStdString());
-  if (s.empty() || s.size() > 19) return std::nullopt;
-  uint64_t n = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return n;
 }
 
 // file_download.py _normalize_etag: drop a leading W/ and the quotes.
@@ -149,15 +139,9 @@ public:
 private:
   // ---- HTTP ----
   QNetworkRequest request(const QString& url, bool auth) const {
-    QNetworkRequest r{QUrl::fromEncoded(url.toUtf8(), QUrl::StrictMode)};
-    r.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::ManualRedirectPolicy);
-    r.setTransferTimeout(o_.idle_timeout_ms);
-    r.setRawHeader("User-Agent", "grpo-studio; hf_hub-compatible");
-    r.setRawHeader("Accept-Encoding", "identity");
-    if (auth && !token_.empty()) r.setRawHeader("Authorization", QByteArray("Bearer ") + token_.c_str());
-    return r;
+    return hub_request(url, auth ? token_ : std::string(), o_.idle_timeout_ms);
   }
-  static int status_of(QNetworkReply* r) { return r->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt(); }
+  static int status_of(QNetworkReply* r) { return http_status(r); }
   std::string hub_error(QNetworkReply* r, const std::string& what) const;
   QString check_redirect(QNetworkReply* r, const QString& from, int& redirects, bool& same_host) const;
   void fail(const std::string& message);
@@ -334,7 +318,7 @@ void Downloader::head(FileTask& t, const QString& url) {
             "the server answered for commit " + commit.substr(0, 64) + ", not " + commit_,
             "the repo changed during the download: run again");
       const QByteArray linked_size = r->rawHeader("X-Linked-Size");
-      auto size = parse_size(linked_size.isEmpty() ? r->rawHeader("Content-Length") : linked_size);
+      auto size = parse_decimal_size(linked_size.isEmpty() ? r->rawHeader("Content-Length") : linked_size);
       check(size.has_value(), t.path, "the server sent no file size");
       check(*size <= kMaxFileBytes, t.path, "the server says the file has " + format_bytes(double(*size)));
       t.size = *size;
@@ -518,13 +502,8 @@ DownloadResult Downloader::run() {
     return res_;
   }
   check(QCoreApplication::instance() != nullptr, "grpo download", "internal: no QCoreApplication for the network");
-  endpoint_ = o_.endpoint.empty() ? hub_endpoint() : o_.endpoint;
-  while (!endpoint_.empty() && endpoint_.back() == '/') endpoint_.pop_back();
-  const QUrl ep(QString::fromStdString(endpoint_));
-  check(ep.isValid() && (ep.scheme() == "https" || ep.scheme() == "http") && !ep.host().isEmpty(), "HF_ENDPOINT",
-        "\"" + endpoint_ + "\" is not an http(s) URL");
-  token_ = o_.token ? *o_.token : hub_token().value_or("");
-  for (char c : token_) check(c > ' ' && c < 127, "token", "has characters a token cannot have");
+  endpoint_ = checked_endpoint(o_.endpoint);
+  token_ = checked_token(o_.token);
 
   QNetworkAccessManager nam;
   QEventLoop loop;

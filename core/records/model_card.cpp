@@ -1,6 +1,8 @@
 // Model card text and the summary of the run's metrics it quotes.
 #include "core/records/model_card.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <deque>
@@ -78,6 +80,49 @@ std::string rewards_text(const json& cfg) {
   return parts.empty() ? "none recorded" : join(parts, ", ");
 }
 
+// A dataset_name the Hub can link: "name" or "org/name" as a repo id looks (a path or a file name
+// given instead is a local dataset: no link).
+bool looks_like_hub_dataset(const std::string& name) {
+  if (name.empty() || name.size() > 200 || name.front() == '.' || name.front() == '/' || name.front() == '~') return false;
+  if (std::count(name.begin(), name.end(), '/') > 1) return false;
+  for (const char* ext : {".jsonl", ".json", ".csv", ".parquet", ".txt"})
+    if (ends_with(name, ext)) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.' && c != '/') return false;
+  return true;
+}
+
+// The YAML front matter the Hub reads: the base model and how this model relates to it
+// (base_model_relation: an adapter, or a fine-tune for a merged model), the library that loads
+// it, the pipeline, tags, the Hub dataset trained on, and the final greedy eval accuracy as a
+// model-index result (the Hub shows it on the model page).
+std::string front_matter(const ModelCardInput& in) {
+  const json& cfg = in.run_config;
+  std::ostringstream o;
+  o << "---\n";
+  if (!in.base_model.empty()) o << "base_model: " << yaml_quote(in.base_model) << "\n";
+  o << "library_name: " << (in.merged ? "transformers" : "peft") << "\n";
+  o << "pipeline_tag: text-generation\n";
+  if (!in.base_model.empty()) o << "base_model_relation: " << (in.merged ? "finetune" : "adapter") << "\n";
+  o << "tags:\n";
+  for (const char* tag : {"grpo", "reinforcement-learning", "lora", "grpo-studio"}) o << "- " << tag << "\n";
+  if (!in.merged) o << "- " << "peft" << "\n";
+  const std::string dataset = json_string(cfg, "dataset_name");
+  const std::string task = json_string(cfg, "task").empty() ? std::string("custom") : json_string(cfg, "task");
+  if (looks_like_hub_dataset(dataset)) o << "datasets:\n- " << yaml_quote(dataset) << "\n";
+  if (in.metrics.final_eval_accuracy) {
+    const std::string title = basename_of(in.base_model.empty() ? "model" : in.base_model);
+    o << "model-index:\n- name: " << yaml_quote(title + (in.merged ? "-grpo-merged" : "-grpo-lora")) << "\n"
+      << "  results:\n  - task:\n      type: text-generation\n      name: Text Generation\n"
+      << "    dataset:\n      name: " << yaml_quote(looks_like_hub_dataset(dataset) ? dataset : task_text(cfg)) << "\n"
+      << "      type: " << yaml_quote(looks_like_hub_dataset(dataset) ? dataset : task) << "\n"
+      << "    metrics:\n    - type: accuracy\n      value: " << fixed(*in.metrics.final_eval_accuracy) << "\n"
+      << "      name: eval accuracy (greedy, held-out split, step " << in.metrics.steps << ")\n";
+  }
+  o << "---\n";
+  return o.str();
+}
+
 }  // namespace
 
 std::string yaml_quote(const std::string& s) { return json(s).dump(); }
@@ -122,15 +167,7 @@ MetricsSummary summarize_metrics(const std::string& run_dir, std::optional<int64
 std::string model_card(const ModelCardInput& in) {
   const json& cfg = in.run_config;
   std::ostringstream o;
-  // ---- front matter (the Hub reads these keys) ----
-  o << "---\n";
-  if (!in.base_model.empty()) o << "base_model: " << yaml_quote(in.base_model) << "\n";
-  o << "library_name: " << (in.merged ? "transformers" : "peft") << "\n";
-  o << "pipeline_tag: text-generation\n";
-  o << "tags:\n";
-  for (const char* tag : {"grpo", "reinforcement-learning", "lora", "grpo-studio"}) o << "- " << tag << "\n";
-  if (!in.merged) o << "- " << "peft" << "\n";
-  o << "---\n\n";
+  o << front_matter(in) << "\n";
 
   // ---- body ----
   const std::string title = basename_of(in.base_model.empty() ? "model" : in.base_model);

@@ -1,5 +1,6 @@
 // README.md model cards for exported adapters and merged models, in the Hugging Face Hub's
-// format: YAML front matter (base_model, library_name, pipeline_tag, tags) and a body saying what
+// format: YAML front matter (base_model, library_name, pipeline_tag, base_model_relation, tags, the
+// Hub dataset trained on, the final eval accuracy as a model-index result) and a body saying what
 // was trained, on which task and rewards, for how many steps, how it ended (final reward, eval
 // accuracy, read from the run's metrics file), how to load it, and the exact run config.
 #pragma once

@@ -245,6 +245,7 @@ private Q_SLOTS:
 
     const std::string readme = grpo::read_file(out + "/README.md");
     QVERIFY(readme.find("library_name: transformers\n") != std::string::npos);
+    QVERIFY(readme.find("base_model_relation: finetune\n") != std::string::npos);  // a merged LoRA is a fine-tune
 
     // Without a small limit: one model.safetensors, no index.
     const std::string one = tmp_.path().toStdString() + "/merged-one";
@@ -279,6 +280,14 @@ private Q_SLOTS:
     QVERIFY2(card.find(want) != std::string::npos, want);
     std::snprintf(want, sizeof want, "| eval accuracy (greedy), final | %.4f |", metrics.back()["eval/accuracy"].get<double>());
     QVERIFY2(card.find(want) != std::string::npos, want);
+    // What the Hub reads besides: the relation to the base, and the final eval accuracy as a
+    // model-index result (valid YAML for its parser: the task, the dataset, the metric).
+    QVERIFY(card.find("\npipeline_tag: text-generation\nbase_model_relation: adapter\n") != std::string::npos);
+    std::snprintf(want, sizeof want, "    metrics:\n    - type: accuracy\n      value: %.4f\n",
+                  metrics.back()["eval/accuracy"].get<double>());
+    QVERIFY2(card.find("model-index:\n- name: \"Qwen2.5-0.5B-grpo-lora\"\n  results:\n  - task:\n      type: text-generation\n") !=
+                 std::string::npos && card.find(want) != std::string::npos, card.substr(0, 900).c_str());
+    QVERIFY(card.find("\ndatasets:") == std::string::npos);  // the arithmetic task is not a Hub dataset
     double sum = 0;
     for (const auto& m : metrics) sum += m["reward"].get<double>();
     std::snprintf(want, sizeof want, "| reward, mean of the last 3 steps | %.4f |", sum / 3);

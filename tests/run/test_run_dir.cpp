@@ -250,6 +250,29 @@ private Q_SLOTS:
     QVERIFY2(card.find("--max-lora-rank 16`") != std::string::npos, card.c_str());
     QVERIFY2(card.find(", rsLoRA") != std::string::npos, card.c_str());
     QVERIFY2(card.find("learning_rate 1e-05 (cosine)") != std::string::npos, card.c_str());
+
+    // What the Hub reads from the front matter: the relation to the base, the Hub dataset the run
+    // trained on, and the final eval accuracy as a model-index result.
+    in.run_config = {{"dataset_name", "openai/gsm8k"}, {"task", 7}};
+    in.metrics.final_eval_accuracy = 0.5;
+    in.metrics.steps = 40;
+    card = model_card(in);
+    const std::string front = card.substr(0, card.find("\n---\n") + 5);
+    QVERIFY2(front.rfind("---\nbase_model: \"org/base\"\nlibrary_name: peft\npipeline_tag: text-generation\n"
+                         "base_model_relation: adapter\n", 0) == 0, front.c_str());
+    QVERIFY2(front.find("\ndatasets:\n- \"openai/gsm8k\"\n") != std::string::npos, front.c_str());
+    QVERIFY2(front.find("model-index:\n- name: \"base-grpo-lora\"\n  results:\n  - task:\n      type: text-generation\n"
+                        "      name: Text Generation\n    dataset:\n      name: \"openai/gsm8k\"\n      type: \"openai/gsm8k\"\n"
+                        "    metrics:\n    - type: accuracy\n      value: 0.5000\n") != std::string::npos, front.c_str());
+    QVERIFY2(card.find("---\n\n# base GRPO LoRA adapter\n") != std::string::npos, card.c_str());
+    // A local file or folder is no Hub dataset: no link; a merged model is a fine-tune of its base.
+    for (const char* local : {"data/train.jsonl", "./prompts", "/abs/path", "a/b/c", "x\ny"}) {
+      in.run_config = {{"dataset_name", local}};
+      card = model_card(in);
+      QVERIFY2(card.find("\ndatasets:") == std::string::npos, local);
+    }
+    in.merged = true;
+    QVERIFY(model_card(in).find("\nbase_model_relation: finetune\n") != std::string::npos);
   }
 
   void jsonl_readers_skip_or_refuse_malformed_lines() {

@@ -2,7 +2,8 @@
 // demo model: Start, the step count and chart series grow; Pause holds the step; a retune of
 // the learning rate through the Retune dialog shows a marker on the charts and the new value;
 // Stop; the Adapters page lists the published versions and exports one that `grpo inspect
-// logits --adapter` accepts; the finished run reopened in a second window shows its charts.
+// logits --adapter` accepts, and pushes one to a loopback stand-in of the Hub (progress in bytes,
+// the commit link, the PEFT files in the repo); the finished run reopened in a second window shows its charts.
 // A fault appended to events.jsonl reaches the status bar (with its advice), the events list and
 // the charts' markers. The live item models run under QAbstractItemModelTester throughout.
 #include "tests/common/test_paths.h"
@@ -33,6 +34,7 @@
 #include "ui/retune_dialog.h"
 #include "ui/samples_page.h"
 #include "ui/setup_page.h"
+#include "tests/hub/hub_standin.h"
 #include "tests/ui/fast_demo.h"
 
 using namespace grpo::ui;
@@ -220,6 +222,46 @@ private Q_SLOTS:
     const std::string base = logits({}), tuned = logits({"--adapter", out});
     QVERIFY2(base.rfind("exit", 0) != 0 && tuned.rfind("exit", 0) != 0, (base.substr(0, 80) + tuned.substr(0, 80)).c_str());
     QVERIFY(base != tuned);  // the trained adapter changes the logits
+
+    // Push to Hub: the newest version exported into a fresh folder and pushed to a loopback
+    // stand-in of the Hub (HF_ENDPOINT, HF_TOKEN as a user sets them), which checks every request.
+    {
+      hub_test::HubStandIn hub;
+      hub.set_upload_token("hf_studio_token");
+      qputenv("HF_ENDPOINT", QByteArray::fromStdString(hub.url()));
+      qputenv("HF_TOKEN", "hf_studio_token");
+      QSignalSpy pushed(ap, &AdaptersPage::pushFinished);
+      QSignalSpy progress(ap, &AdaptersPage::pushProgress);
+      AdaptersPage::PushRequest req;
+      req.repoId = "org/studio";
+      req.message = "from the app";
+      QVERIFY2(ap->startPush(0, req, &err), qPrintable(err));
+      QTRY_COMPARE_WITH_TIMEOUT(pushed.count(), 1, 120000);
+      QCOMPARE(pushed.at(0).at(1).toString(), QString());
+      const QString url = pushed.at(0).at(0).toString();
+      QVERIFY2(url.startsWith(QString::fromStdString(hub.url()) + "/org/studio/commit/"), qPrintable(url));
+      QVERIFY(progress.count() >= 1);
+      QVERIFY(progress.last().at(1).toLongLong() > 0);
+      QCOMPARE(progress.last().at(0).toLongLong(), progress.last().at(1).toLongLong());
+      const auto st = hub.upload_stats();
+      QVERIFY2(st.violations.empty(), st.violations.empty() ? "" : st.violations.front().constData());
+      QCOMPARE(st.commit_log.back().summary, QByteArray("from the app"));
+      bool has_cfg = false, has_weights = false, has_card = false;
+      for (const auto& f : hub.repo("models/org/studio").files) {
+        has_cfg = has_cfg || f.path == "adapter_config.json";
+        has_weights = has_weights || (f.path == "adapter_model.safetensors" && f.lfs);
+        has_card = has_card || (f.path == "README.md" && f.content.contains("library_name: peft"));
+      }
+      QVERIFY(has_cfg && has_weights && has_card);
+      QVERIFY(ap->findChild<QLabel*>("pushStatus")->text().contains("href=\"" + url.toHtmlEscaped() + "\""));
+      // A repo id the Hub would refuse is refused at once, before anything is exported.
+      AdaptersPage::PushRequest bad;
+      bad.repoId = "bad//id";
+      QVERIFY(!ap->startPush(0, bad, &err));
+      QVERIFY2(err.contains("repo id"), qPrintable(err));
+      qunsetenv("HF_ENDPOINT");
+      qunsetenv("HF_TOKEN");
+    }
 
     // Reopen the finished run in a fresh window: its charts come from the files.
     MainWindow w2;
