@@ -34,7 +34,7 @@ struct TrlKey {
 const char* kPrecision = "device and precision are chosen by the engine (CUDA: bfloat16, CPU: float32)";
 const char* kDistributed = "a single trainer process: no DDP, FSDP or DeepSpeed";
 const char* kLogging = "metrics go to the run's metrics file and TensorBoard event files in the run directory";
-const char* kHub = "nothing is pushed to the Hugging Face Hub; use `grpo export` and upload the folder";
+const char* kHub = "a run does not push to the Hub while it trains yet; push the result with `grpo export RUN --push-to-hub REPO_ID` or `grpo push FOLDER REPO_ID`";
 const char* kVllm = "generation runs in-process or on workers (worker_urls); a vLLM server can be a worker";
 const char* kLoader = "no DataLoader: prompt groups stream from the dataset inside the engine";
 const char* kSave = "a checkpoint is written every save_steps into checkpoints/ (the newest few kept) in safetensors";
