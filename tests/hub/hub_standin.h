@@ -48,6 +48,17 @@
 
 namespace hub_test {
 
+// n bytes from a linear congruential generator: file contents that do not compress, the same
+// every run.
+inline QByteArray pseudo_random(qint64 n, uint32_t seed) {
+  QByteArray b(n, '\0');
+  for (qint64 i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    b[i] = static_cast<char>(seed >> 24);
+  }
+  return b;
+}
+
 struct RepoFile {
   QByteArray path, content;
   bool lfs = false;

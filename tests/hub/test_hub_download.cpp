@@ -33,21 +33,12 @@ namespace {
 const QByteArray kCommit = "1111111111222222222233333333334444444444";
 const QByteArray kCommit2 = "aaaaaaaaaabbbbbbbbbbccccccccccdddddddddd";
 
-QByteArray pseudo_random(int n, uint32_t seed) {
-  QByteArray b(n, '\0');
-  for (int i = 0; i < n; ++i) {
-    seed = seed * 1664525u + 1013904223u;
-    b[i] = static_cast<char>(seed >> 24);
-  }
-  return b;
-}
-
 Repo tiny_repo() {
   Repo r;
   r.commit = kCommit;
   r.files = {{"config.json", "{\"model_type\": \"llama\"}\n"},
              {"sub/notes.txt", "nested file\n"},
-             {"model.safetensors", pseudo_random(300000, 7), true}};
+             {"model.safetensors", hub_test::pseudo_random(300000, 7), true}};
   return r;
 }
 
@@ -182,8 +173,8 @@ private Q_SLOTS:
   void identical_files_share_a_blob() {
     Repo d;
     d.commit = kCommit;
-    d.files = {{"a/empty.txt", ""}, {"b/empty.txt", ""}, {"c/same.bin", pseudo_random(5000, 3), true},
-               {"d/same.bin", pseudo_random(5000, 3), true}};
+    d.files = {{"a/empty.txt", ""}, {"b/empty.txt", ""}, {"c/same.bin", hub_test::pseudo_random(5000, 3), true},
+               {"d/same.bin", hub_test::pseudo_random(5000, 3), true}};
     hub_.add("models/org/dupes", d);
     const std::string cache = fresh_cache();
     hub::DownloadResult r;

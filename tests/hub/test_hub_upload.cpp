@@ -31,15 +31,6 @@ namespace {
 
 const char* kToken = "hf_write_token_0123456789";
 
-QByteArray pseudo_random(qint64 n, uint32_t seed) {
-  QByteArray b(n, '\0');
-  for (qint64 i = 0; i < n; ++i) {
-    seed = seed * 1664525u + 1013904223u;
-    b[i] = static_cast<char>(seed >> 24);
-  }
-  return b;
-}
-
 void write_bytes(const std::string& path, const QByteArray& data) {
   QDir().mkpath(QFileInfo(QString::fromStdString(path)).absolutePath());
   grpo::write_file_atomic(path, std::string_view(data.constData(), static_cast<size_t>(data.size())));
@@ -240,7 +231,7 @@ private Q_SLOTS:
 
   void multipart_push_of_a_large_file() {
     const std::string dir = fresh("merged");
-    const QByteArray big = pseudo_random((7 << 20) / 2, 11);  // 3.5 MiB: parts of 1, 1, 1 and 0.5 MiB
+    const QByteArray big = hub_test::pseudo_random((7 << 20) / 2, 11);  // 3.5 MiB: parts of 1, 1, 1 and 0.5 MiB
     write_bytes(dir + "/model.safetensors", big);
     write_bytes(dir + "/config.json", "{\"model_type\": \"llama\"}\n");
     const auto r = hub::push_folder(opts(dir, "org/merged"));
@@ -344,7 +335,7 @@ private Q_SLOTS:
 
   void connection_cut_mid_upload_is_retried() {
     const std::string dir = fresh("cut");
-    write_bytes(dir + "/model.safetensors", pseudo_random(3 << 20, 5));  // 3 parts
+    write_bytes(dir + "/model.safetensors", hub_test::pseudo_random(3 << 20, 5));  // 3 parts
     hub_.cut_next("part", 1, 200000);  // hang up 200 kB into a part
     const auto r = hub::push_folder(opts(dir, "org/cut"));
     no_violations();
@@ -358,7 +349,7 @@ private Q_SLOTS:
 
   void permanent_cut_leaves_no_commit() {
     const std::string dir = fresh("cutperm");
-    write_bytes(dir + "/weights.safetensors", pseudo_random(300000, 6));  // basic transfer
+    write_bytes(dir + "/weights.safetensors", hub_test::pseudo_random(300000, 6));  // basic transfer
     write_bytes(dir + "/config.json", "{}\n");
     hub_.cut_next("put", 1000, 1000);
     auto o = opts(dir, "org/cutperm");
@@ -422,7 +413,7 @@ private Q_SLOTS:
 
   void wrong_lfs_oid_answer() {
     const std::string dir = fresh("wrongoid");
-    write_bytes(dir + "/model.safetensors", pseudo_random(100000, 9));
+    write_bytes(dir + "/model.safetensors", hub_test::pseudo_random(100000, 9));
     hub_.wrong_oid_next_batch();
     const std::string e = error_of([&] { hub::push_folder(opts(dir, "org/wrongoid")); });
     CHECK_ERROR_CONTAINS(e, "the LFS batch answer", "which was not asked for", "nothing was committed");
