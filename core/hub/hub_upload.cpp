@@ -120,6 +120,10 @@ private:
   HttpAnswer call(HttpExchange x, bool idempotent, const std::function<std::unique_ptr<QIODevice>()>& open_body = {});
   [[noreturn]] void fail(const std::string& what, const HttpAnswer& a) const;
   json answer_json(const std::string& what, const HttpAnswer& a) const;
+  // An idempotent POST of `body` whose 200 answer is an object holding the list `key` (preupload,
+  // LFS batch); anything else fails naming `step` or `what`.
+  json post_for_list(QNetworkRequest request, const json& body, const std::string& step, const std::string& what,
+                     const char* key);
   QString checked_url(const json& v, const std::string& what) const;
   void add_action_headers(QNetworkRequest& r, const json& action, const std::string& what) const;
   void progress() {
@@ -186,6 +190,20 @@ void Pusher::fail(const std::string& what, const HttpAnswer& a) const {
   }
   if (what.rfind("committing", 0) != 0) msg += "; nothing was committed";
   throw Error(o_.repo_id, msg, hint);
+}
+
+json Pusher::post_for_list(QNetworkRequest request, const json& body, const std::string& step, const std::string& what,
+                           const char* key) {
+  HttpExchange x;
+  x.verb = "POST";
+  x.request = std::move(request);
+  x.body = QByteArray::fromStdString(body.dump());
+  const HttpAnswer a = call(x, true);
+  if (a.status != 200) fail(step, a);
+  json j = answer_json(what, a);
+  check(j.is_object() && j.contains(key) && j[key].is_array(), o_.repo_id,
+        what + ": expected an object with a \"" + key + "\" list; nothing was committed", "is HF_ENDPOINT a Hugging Face Hub?");
+  return j;
 }
 
 json Pusher::answer_json(const std::string& what, const HttpAnswer& a) const {
@@ -359,16 +377,9 @@ void Pusher::preupload() {
       list.push_back({{"path", f.path}, {"sample", f.sample.toBase64().toStdString()}, {"size", f.size}});
       asked[f.path] = &f;
     }
-    HttpExchange x;
-    x.verb = "POST";
-    x.request = json_request(rev_tail("preupload"));
-    x.body = QByteArray::fromStdString(json{{"files", list}}.dump());
-    const HttpAnswer a = call(x, true);
-    if (a.status != 200) fail("asking the Hub how to upload the files (preupload)", a);
     const std::string what = "the preupload answer";
-    const json j = answer_json(what, a);
-    check(j.is_object() && j.contains("files") && j["files"].is_array(), o_.repo_id,
-          what + ": expected an object with a \"files\" list; nothing was committed", "is HF_ENDPOINT a Hugging Face Hub?");
+    const json j = post_for_list(json_request(rev_tail("preupload")), json{{"files", list}},
+                                 "asking the Hub how to upload the files (preupload)", what, "files");
     std::set<std::string> answered;
     for (const auto& e : j["files"]) {
       check(e.is_object() && e.contains("path") && e["path"].is_string() && e.contains("uploadMode") &&
@@ -440,17 +451,10 @@ void Pusher::upload_lfs() {
                        {"objects", objects},
                        {"hash_algo", "sha256"},
                        {"ref", {{"name", o_.revision}}}};
-    HttpExchange x;
-    x.verb = "POST";
-    x.request = json_request(batch_url, "application/vnd.git-lfs+json");
-    x.request.setRawHeader("Accept", "application/vnd.git-lfs+json");
-    x.body = QByteArray::fromStdString(body.dump());
-    const HttpAnswer a = call(x, true);
-    if (a.status != 200) fail("asking the Hub's LFS store where to upload (LFS batch)", a);
+    QNetworkRequest request = json_request(batch_url, "application/vnd.git-lfs+json");
+    request.setRawHeader("Accept", "application/vnd.git-lfs+json");
     const std::string what = "the LFS batch answer";
-    const json j = answer_json(what, a);
-    check(j.is_object() && j.contains("objects") && j["objects"].is_array(), o_.repo_id,
-          what + ": expected an object with an \"objects\" list; nothing was committed", "is HF_ENDPOINT a Hugging Face Hub?");
+    const json j = post_for_list(request, body, "asking the Hub's LFS store where to upload (LFS batch)", what, "objects");
     if (j.contains("transfer") && !j["transfer"].is_null())
       check(j["transfer"] == "basic" || j["transfer"] == "multipart", o_.repo_id,
             what + ": transfer \"" + j["transfer"].dump().substr(0, 40) + "\" is neither \"basic\" nor \"multipart\"");
