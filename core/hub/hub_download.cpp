@@ -135,6 +135,7 @@ public:
   explicit Downloader(const DownloadOptions& o) : o_(o) {}
 
   DownloadResult run();
+  const std::string& token() const { return token_; }
 
 private:
   // ---- HTTP ----
@@ -583,7 +584,11 @@ DownloadResult Downloader::run() {
 
 DownloadResult download_snapshot(const DownloadOptions& options) {
   Downloader d(options);
-  return d.run();
+  try {
+    return d.run();
+  } catch (const Error& e) {
+    rethrow_without_token(e, d.token());
+  }
 }
 
 }  // namespace grpo::hub

@@ -122,6 +122,15 @@ HttpAnswer http_exchange(QNetworkAccessManager& nam, const HttpExchange& x) {
   return a;
 }
 
+void rethrow_without_token(const Error& e, const std::string& token) {
+  if (token.empty() || std::string(e.what()).find(token) == std::string::npos) throw;
+  auto redact = [&token](std::string s) {
+    for (size_t at = s.find(token); at != std::string::npos; at = s.find(token, at)) s.replace(at, token.size(), "<token>");
+    return s;
+  };
+  throw Error(redact(e.context()), redact(e.message()), redact(e.hint()));
+}
+
 nlohmann::json parse_answer_json(const QByteArray& text, const std::string& what, size_t max_bytes, int max_depth) {
   check(static_cast<size_t>(text.size()) <= max_bytes, what,
         "is larger than " + format_bytes(double(max_bytes)), "is HF_ENDPOINT a Hugging Face Hub?");

@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/error.h"
+
 class QIODevice;
 class QNetworkAccessManager;
 
@@ -31,6 +33,10 @@ std::string checked_endpoint(const std::string& endpoint);
 // `token` (nullopt = hub_token(): HF_TOKEN, then the token file), checked for characters a
 // header cannot carry. The value is never part of an error message.
 std::string checked_token(const std::optional<std::string>& token);
+// Throws `e` again with every occurrence of `token` replaced by "<token>": a server may echo what it
+// was sent (the Authorization header) in an error message or a body we quote. Call it from the
+// handler of `e`; an empty token or one that is not in the message rethrows `e` as it is.
+[[noreturn]] void rethrow_without_token(const Error& e, const std::string& token);
 
 // A request to `url` (already encoded): manual redirects, an idle timeout, our User-Agent,
 // Accept-Encoding identity, and "Authorization: Bearer <token>" when `token` is not empty.

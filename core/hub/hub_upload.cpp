@@ -714,15 +714,7 @@ PushResult push_folder(const PushOptions& options) {
   try {
     return p.run();
   } catch (const Error& e) {
-    // A server may echo what it was sent (the Authorization header) in an error message or a body
-    // we quote: the token never leaves in a message.
-    const std::string& t = p.token();
-    if (t.empty() || std::string(e.what()).find(t) == std::string::npos) throw;
-    auto redact = [&t](std::string s) {
-      for (size_t at = s.find(t); at != std::string::npos; at = s.find(t, at)) s.replace(at, t.size(), "<token>");
-      return s;
-    };
-    throw Error(redact(e.context()), redact(e.message()), redact(e.hint()));
+    rethrow_without_token(e, p.token());
   }
 }
 

@@ -79,6 +79,7 @@ struct Repo {
   std::vector<QByteArray> extra_siblings;  // listed but absent (hostile names, missing files)
   QByteArray token;                        // non-empty: requests need "Bearer <token>", else 401
   bool gated = false;                      // file requests answer 403 GatedRepo
+  bool echo_auth = false;                  // a 401 quotes the Authorization header it got (a careless server)
 };
 
 struct Request {
@@ -140,6 +141,10 @@ public:
   void add(const std::string& kind_repo, Repo r) {  // "models/org/name", "datasets/org/data"
     std::lock_guard<std::mutex> g(mu_);
     repos_[QByteArray::fromStdString(kind_repo)] = std::move(r);
+  }
+  void echo_auth(const std::string& kind_repo) {  // that repo's 401s quote the Authorization header
+    std::lock_guard<std::mutex> g(mu_);
+    repos_[QByteArray::fromStdString(kind_repo)].echo_auth = true;
   }
   void cut_next_cdn_transfer_after(qint64 bytes) {
     std::lock_guard<std::mutex> g(mu_);
@@ -253,7 +258,7 @@ private:
       auto it = repos_.find(key);
       if (at < 0 || it == repos_.end()) return error(s, 404, "RepoNotFound", "Repository not found", head_only);
       if (!it->second.token.isEmpty() && rq.auth != "Bearer " + it->second.token)
-        return error(s, 401, {}, "Invalid credentials in Authorization header", head_only);
+        return error(s, 401, {}, unauthorized_message(it->second, rq), head_only);
       const QByteArray rev = p.mid(at + 10);
       if (rev != "main" && rev != it->second.commit) return error(s, 404, "RevisionNotFound", "Invalid rev id", head_only);
       QJsonArray sib;
@@ -269,7 +274,7 @@ private:
     if (at < 0 || it == repos_.end()) return error(s, 404, "RepoNotFound", "Repository not found", head_only);
     const Repo& repo = it->second;
     if (!repo.token.isEmpty() && rq.auth != "Bearer " + repo.token)
-      return error(s, 401, {}, "Invalid credentials in Authorization header", head_only);
+      return error(s, 401, {}, unauthorized_message(repo, rq), head_only);
     if (repo.gated) return error(s, 403, "GatedRepo", "Access to model is restricted", head_only);
     const QByteArray rest = p.mid(at + 9);
     const int slash = rest.indexOf('/');
@@ -353,6 +358,9 @@ private:
     serve(s, c.head, body);
   }
 
+  static QByteArray unauthorized_message(const Repo& r, const Request& rq) {
+    return r.echo_auth ? "Invalid credentials: got " + rq.auth : QByteArray("Invalid credentials in Authorization header");
+  }
   static QByteArray route_of(const QByteArray& method, const QByteArray& raw) {
     if (raw == "/api/repos/create") return method == "POST" ? "create" : "";
     if (raw.startsWith("/api/")) {

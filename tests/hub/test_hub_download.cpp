@@ -250,6 +250,12 @@ private Q_SLOTS:
     auto o = opts("org/private", cache);
     o.token = "hf_bad";
     CHECK_ERROR_CONTAINS(error_of([&] { hub::download_snapshot(o); }), "HTTP 401", "HF_TOKEN", "private");
+    // A server that quotes the Authorization header back: the token never reaches the message.
+    hub_.echo_auth("models/org/private");
+    o.token = "hf_bad_secret_0123456789";
+    const std::string echoed = error_of([&] { hub::download_snapshot(o); });
+    CHECK_ERROR_CONTAINS(echoed, "HTTP 401", "Bearer <token>");
+    QVERIFY2(echoed.find("hf_bad_secret") == std::string::npos, echoed.c_str());
     o.token = "hf_good";
     QCOMPARE(hub::download_snapshot(o).files, size_t(3));
     // 404 repo.
