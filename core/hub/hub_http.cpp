@@ -89,6 +89,7 @@ HttpAnswer http_exchange(QNetworkAccessManager& nam, const HttpExchange& x) {
   else r = nam.sendCustomRequest(x.request, x.verb, x.body);
   std::unique_ptr<QNetworkReply, void (*)(QNetworkReply*)> hold(r, [](QNetworkReply* p) { p->deleteLater(); });
   HttpAnswer a;
+  a.url = x.request.url();
   QObject::connect(r, &QNetworkReply::readyRead, r, [&] {
     const QByteArray chunk = r->readAll();
     if (a.too_large) return;
@@ -144,8 +145,15 @@ nlohmann::json parse_answer_json(const QByteArray& text, const std::string& what
 }
 
 std::string describe_answer(const HttpAnswer& a, const std::string& endpoint) {
-  if (a.status == 0)
+  if (a.status == 0) {
+    // A storage URL the Hub handed out (LFS uploads) is not HF_ENDPOINT: name its origin instead.
+    const std::string origin =
+        a.url.adjusted(QUrl::RemovePath | QUrl::RemoveQuery | QUrl::RemoveFragment | QUrl::RemoveUserInfo)
+            .toString()
+            .toStdString();
+    if (!origin.empty() && endpoint.rfind(origin, 0) != 0) return a.error_string + " (the Hub's storage at " + origin + ")";
     return a.error_string + " (is " + endpoint + " reachable? HF_ENDPOINT sets another)";
+  }
   std::string msg = a.header("X-Error-Message").left(300).toStdString();
   if (msg.empty() && !a.body.isEmpty() && a.body.size() < 65536) {
     const auto j = nlohmann::json::parse(a.body.constData(), a.body.constData() + a.body.size(), nullptr, false);

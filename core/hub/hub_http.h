@@ -17,6 +17,7 @@
 #include <QNetworkRequest>
 #include <QPair>
 #include <QString>
+#include <QUrl>
 
 #include <nlohmann/json.hpp>
 
@@ -70,6 +71,7 @@ struct HttpAnswer {
   QByteArray body;
   bool too_large = false;
   QList<QPair<QByteArray, QByteArray>> headers;
+  QUrl url;                         // where the request went (the Hub, or a storage URL it named)
   QByteArray header(const QByteArray& name) const;  // case-insensitive; "" when absent
   // No HTTP answer, or an answer cut short: worth another try on an idempotent call.
   bool transport_failed() const { return status == 0 || (error != QNetworkReply::NoError && status < 300 && !too_large); }

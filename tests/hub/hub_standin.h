@@ -105,6 +105,7 @@ struct UploadStats {
   int created = 0, commits = 0, basic_puts = 0, parts = 0, completions = 0, verifies = 0, cuts = 0, unauthorized = 0;
   int preuploads = 0, batches = 0;
   qint64 put_bytes = 0;                // LFS bytes received by the storage routes (basic and parts)
+  int storage_requests = 0, storage_with_auth = 0;  // storage routes, and those carrying Authorization
   std::vector<qint64> part_sizes;      // each part's body size, in arrival order
   std::vector<QByteArray> violations;
   std::vector<CommitRecord> commit_log;
@@ -129,7 +130,12 @@ public:
     }, Qt::BlockingQueuedConnection);
   }
   ~HubStandIn() {
-    QMetaObject::invokeMethod(ctx_, [this] { delete server_; server_ = nullptr; }, Qt::BlockingQueuedConnection);
+    QMetaObject::invokeMethod(ctx_, [this] {
+      delete server_;
+      server_ = nullptr;
+      delete storage_server_;
+      storage_server_ = nullptr;
+    }, Qt::BlockingQueuedConnection);
     thread_.quit();
     thread_.wait(10000);
     delete ctx_;
@@ -141,6 +147,27 @@ public:
   void add(const std::string& kind_repo, Repo r) {  // "models/org/name", "datasets/org/data"
     std::lock_guard<std::mutex> g(mu_);
     repos_[QByteArray::fromStdString(kind_repo)] = std::move(r);
+  }
+  // LFS storage URLs (basic, parts, completion) on another host than the Hub: the same server
+  // listening on ::1 as well, as a real Hub hands out its storage's own URLs. False when ::1 cannot
+  // be listened on here.
+  bool storage_on_other_host() {
+    bool ok = false;
+    QMetaObject::invokeMethod(ctx_, [this, &ok] {
+      storage_server_ = new QTcpServer;
+      ok = storage_server_->listen(QHostAddress::LocalHostIPv6, 0);
+      if (!ok) return;
+      QObject::connect(storage_server_, &QTcpServer::newConnection, storage_server_, [this] {
+        while (QTcpSocket* s = storage_server_->nextPendingConnection()) {
+          auto c = std::make_shared<Conn>();
+          QObject::connect(s, &QTcpSocket::disconnected, s, &QObject::deleteLater);
+          QObject::connect(s, &QTcpSocket::readyRead, s, [this, s, c] { on_bytes(s, *c); });
+        }
+      });
+      std::lock_guard<std::mutex> g(mu_);
+      storage_base_ = "http://[::1]:" + QString::number(storage_server_->serverPort());
+    }, Qt::BlockingQueuedConnection);
+    return ok;
   }
   void echo_auth(const std::string& kind_repo) {  // that repo's 401s quote the Authorization header
     std::lock_guard<std::mutex> g(mu_);
@@ -448,6 +475,10 @@ private:
       return reply(s, 200, "OK", {{"Content-Type", "application/json"}}, b, false);
     }
     const bool storage = rq.route == "put" || rq.route == "part" || rq.route == "complete";
+    if (storage) {
+      ++stats_.storage_requests;
+      if (!rq.auth.isEmpty()) ++stats_.storage_with_auth;
+    }
     if (!storage && !upload_token_.isEmpty() && rq.auth != "Bearer " + upload_token_) {
       ++stats_.unauthorized;
       return error(s, 401, {}, "Invalid credentials in Authorization header", false);
@@ -554,7 +585,8 @@ private:
       if (!is_hex64(oid) || size <= 0) return violation(s, "batch: an object without a sha256 oid and a positive size");
       QJsonObject a{{"oid", QString::fromLatin1(oid)}, {"size", double(size)}};
       if (!lfs_[key].count(oid)) {
-        const QString base = QString::fromStdString(url());
+        const QString hub = QString::fromStdString(url());
+        const QString base = storage_base_.isEmpty() ? hub : storage_base_;
         QJsonObject up;
         if (size > chunk_size_) {
           Pending p{key, oid, size, chunk_size_, int((size + chunk_size_ - 1) / chunk_size_), {}, {}};
@@ -566,7 +598,7 @@ private:
         } else {
           up = QJsonObject{{"href", base + "/s3/basic/" + QString::fromLatin1(oid)}};
         }
-        const QJsonObject ver{{"href", base + "/" + QString::fromUtf8(repo_path) + ".git/info/lfs/objects/verify"}};
+        const QJsonObject ver{{"href", hub + "/" + QString::fromUtf8(repo_path) + ".git/info/lfs/objects/verify"}};
         a["actions"] = QJsonObject{{"upload", up}, {"verify", ver}};
       }
       if (wrong_oid_) {
@@ -708,6 +740,8 @@ private:
   QThread thread_;
   QObject* ctx_ = new QObject;
   QTcpServer* server_ = nullptr;
+  QTcpServer* storage_server_ = nullptr;  // storage_on_other_host(): ::1
+  QString storage_base_;                  // "" = the Hub's own URL
   quint16 port_ = 0;
   mutable std::mutex mu_;
   std::map<QByteArray, Repo> repos_;

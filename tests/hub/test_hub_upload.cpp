@@ -365,6 +365,38 @@ private Q_SLOTS:
     QCOMPARE(hub_.repo("models/org/cutperm").files.size(), size_t(1));  // only the new repo's .gitattributes
   }
 
+  // Storage URLs on another host than the Hub (here ::1 beside 127.0.0.1): the token goes to the
+  // Hub only, the bytes still arrive whole, and a cut there names the storage, not HF_ENDPOINT.
+  void storage_on_another_host_gets_no_token() {
+    HubStandIn other;
+    if (!other.storage_on_other_host()) QSKIP("no ::1 to listen on here");
+    other.set_upload_token(kToken);
+    other.set_lfs_rules(64 * 1024, 1 << 20);
+    const std::string dir = fresh("otherhost");
+    write_bytes(dir + "/model.safetensors", hub_test::pseudo_random(3 << 20, 12));      // 3 parts
+    write_bytes(dir + "/weights.safetensors", hub_test::pseudo_random(300000, 13));     // basic transfer
+    auto o = opts(dir, "org/otherhost");
+    o.endpoint = other.url();
+    const auto r = hub::push_folder(o);
+    QCOMPARE(r.lfs_uploaded, size_t(2));
+    const auto st = other.upload_stats();
+    QVERIFY(st.violations.empty());
+    QCOMPARE(st.storage_requests, 3 + 1 + 1);  // 3 parts, their completion, 1 basic PUT
+    QCOMPARE(st.storage_with_auth, 0);
+    QCOMPARE(st.put_bytes, qint64((3 << 20) + 300000));
+    QCOMPARE(st.commits, 1);
+
+    const std::string dir2 = fresh("otherhostcut");
+    write_bytes(dir2 + "/weights.safetensors", hub_test::pseudo_random(300000, 14));
+    other.cut_next("put", 1000, 1000);
+    auto o2 = opts(dir2, "org/otherhostcut");
+    o2.endpoint = other.url();
+    o2.max_retries = 1;
+    const std::string e = error_of([&] { hub::push_folder(o2); });
+    CHECK_ERROR_CONTAINS(e, "uploading weights.safetensors", "the Hub's storage at http://[::1]:", "nothing was committed");
+    QVERIFY2(e.find("HF_ENDPOINT sets another") == std::string::npos, e.c_str());
+  }
+
   void server_errors_are_retried_a_bounded_number_of_times() {
     const std::string dir = adapter_folder();
     hub_.fail_next("preupload", 2, 500);
