@@ -27,7 +27,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
-#include "core/common/json_limits.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
 #include "core/hub/hub_http.h"
@@ -142,7 +141,6 @@ private:
   QNetworkRequest request(const QString& url, bool auth) const {
     return hub_request(url, auth ? token_ : std::string(), o_.idle_timeout_ms);
   }
-  static int status_of(QNetworkReply* r) { return http_status(r); }
   std::string hub_error(QNetworkReply* r, const std::string& what) const;
   QString check_redirect(QNetworkReply* r, const QString& from, int& redirects, bool& same_host) const;
   void fail(const std::string& message);
@@ -174,7 +172,7 @@ private:
 };
 
 std::string Downloader::hub_error(QNetworkReply* r, const std::string& what) const {
-  const int status = status_of(r);
+  const int status = http_status(r);
   const std::string code = r->rawHeader("X-Error-Code").toStdString();
   std::string msg = r->rawHeader("X-Error-Message").left(300).toStdString();
   const std::string repo = (o_.repo_type == RepoType::Dataset ? "dataset " : "model ") + o_.repo_id;
@@ -249,7 +247,7 @@ json Downloader::list_repo() {
     live_.clear();
     std::unique_ptr<QNetworkReply, void (*)(QNetworkReply*)> hold(r, [](QNetworkReply* x) { x->deleteLater(); });
     if (!err.empty()) throw Error(o_.repo_id, err);
-    const int status = status_of(r);
+    const int status = http_status(r);
     if (status >= 300 && status < 400) {
       bool same = false;
       cur = check_redirect(r, cur, redirects, same);
@@ -262,11 +260,7 @@ json Downloader::list_repo() {
     body += r->readAll();
     break;
   }
-  const std::string text = body.toStdString();
-  check(static_cast<size_t>(text.size()) <= o_.max_json_bytes, url.toStdString(), "the file listing is too large");
-  check(json_depth(text, o_.max_json_depth) <= o_.max_json_depth, url.toStdString(),
-        "the file listing nests deeper than " + std::to_string(o_.max_json_depth) + " levels");
-  json j = json::parse(text, nullptr, false);
+  json j = parse_answer_json(body, "the file listing " + url.toStdString(), o_.max_json_bytes, o_.max_json_depth);
   check(j.is_object(), url.toStdString(), "the file listing is not a JSON object");
   return j;
 }
@@ -299,7 +293,7 @@ void Downloader::head(FileTask& t, const QString& url) {
     std::erase(live_, r);
     if (!error_.empty()) return done(t);
     try {
-      const int status = status_of(r);
+      const int status = http_status(r);
       if (status >= 300 && status < 400) {
         const QByteArray loc = r->rawHeader("Location");
         if (!loc.isEmpty() && QUrl::fromEncoded(loc).isRelative()) {  // a renamed repo: follow
@@ -372,7 +366,7 @@ void Downloader::get(FileTask& t, const QString& url) {
   prog_.current = t.path;
   auto started = std::make_shared<bool>(false);
   QObject::connect(r, &QNetworkReply::readyRead, r, [this, &t, r, started] {
-    const int status = status_of(r);
+    const int status = http_status(r);
     if (status != 200 && status != 206) return;  // a redirect or an error: read at the end
     if (!*started) {
       *started = true;
@@ -408,7 +402,7 @@ void Downloader::get(FileTask& t, const QString& url) {
     t.out->close();
     if (!error_.empty()) return done(t);
     try {
-      const int status = status_of(r);
+      const int status = http_status(r);
       if (status >= 300 && status < 400) {
         bool same = false;
         const QString next = check_redirect(r, url, t.redirects, same);

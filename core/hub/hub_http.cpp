@@ -147,11 +147,12 @@ nlohmann::json parse_answer_json(const QByteArray& text, const std::string& what
 std::string describe_answer(const HttpAnswer& a, const std::string& endpoint) {
   if (a.status == 0) {
     // A storage URL the Hub handed out (LFS uploads) is not HF_ENDPOINT: name its origin instead.
-    const std::string origin =
-        a.url.adjusted(QUrl::RemovePath | QUrl::RemoveQuery | QUrl::RemoveFragment | QUrl::RemoveUserInfo)
-            .toString()
-            .toStdString();
-    if (!origin.empty() && endpoint.rfind(origin, 0) != 0) return a.error_string + " (the Hub's storage at " + origin + ")";
+    if (!a.url.isEmpty() && !same_origin(a.url.toString(), QString::fromStdString(endpoint)))
+      return a.error_string + " (the Hub's storage at " +
+             a.url.adjusted(QUrl::RemovePath | QUrl::RemoveQuery | QUrl::RemoveFragment | QUrl::RemoveUserInfo)
+                 .toString()
+                 .toStdString() +
+             ")";
     return a.error_string + " (is " + endpoint + " reachable? HF_ENDPOINT sets another)";
   }
   std::string msg = a.header("X-Error-Message").left(300).toStdString();
