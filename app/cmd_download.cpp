@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <unistd.h>
@@ -16,6 +15,17 @@
 #include "core/hub/hub_download.h"
 
 namespace grpo::cli {
+
+StderrProgress::StderrProgress(std::string label)
+    : label_(std::move(label)), tty_(::isatty(STDERR_FILENO)), last_(std::chrono::steady_clock::now() - std::chrono::seconds(1)) {}
+
+void StderrProgress::update(const std::string& text, bool end, const std::string& stage) {
+  const auto now = std::chrono::steady_clock::now();
+  if (stage == stage_ && !end && now - last_ < std::chrono::milliseconds(tty_ ? 200 : 2000)) return;
+  last_ = now;
+  stage_ = stage;
+  std::cerr << (tty_ ? "\r\033[K" : "") << label_ << " " << text << (tty_ && !end ? "" : "\n") << std::flush;
+}
 
 void add_download_commands(CLI::App& app) {
   struct Args {
@@ -45,18 +55,12 @@ void add_download_commands(CLI::App& app) {
     o.include = a->include;
     o.cache_dir = a->cache_dir;
     o.parallel = a->parallel;
-    const bool tty = ::isatty(STDERR_FILENO);
-    auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    StderrProgress line("download");
     if (!a->quiet) {
-      o.on_progress = [tty, &last](const hub::DownloadProgress& p) {
-        const auto now = std::chrono::steady_clock::now();
-        const bool end = p.files_done == p.files_total;
-        if (!end && now - last < std::chrono::milliseconds(tty ? 200 : 2000)) return;
-        last = now;
-        char line[160];
-        std::snprintf(line, sizeof line, "%zu/%zu files, %s / %s", p.files_done, p.files_total,
-                      format_bytes(double(p.bytes_done)).c_str(), format_bytes(double(p.bytes_total)).c_str());
-        std::cerr << (tty ? "\r\033[K" : "") << "download " << line << (tty && !end ? "" : "\n") << std::flush;
+      o.on_progress = [&line](const hub::DownloadProgress& p) {
+        line.update(std::to_string(p.files_done) + "/" + std::to_string(p.files_total) + " files, " +
+                        format_bytes(double(p.bytes_done)) + " / " + format_bytes(double(p.bytes_total)),
+                    p.files_done == p.files_total);
       };
     }
     const hub::DownloadResult r = hub::download_snapshot(o);

@@ -109,7 +109,7 @@ void add_export_commands(CLI::App& app) {
     nlohmann::json out{{"out_dir", r.out_dir}, {"files", r.files}};
 #ifdef GRPO_WITH_DOWNLOAD
     if (!a->push.repo_id.empty()) {
-      const HubPushOutcome p = push_folder_from_cli(r.out_dir, a->push);
+      const hub::PushResult p = push_folder_from_cli(r.out_dir, a->push);
       out["repo_url"] = p.repo_url;
       out["commit_url"] = p.commit_url;
       out["pr_url"] = p.pr_url;

@@ -3,11 +3,8 @@
 // line on stdout, a JSON summary with the commit URL. `grpo export --push-to-hub` calls the same.
 #include <CLI/CLI.hpp>
 
-#include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <memory>
-#include <unistd.h>
 
 #include <QCoreApplication>
 
@@ -28,7 +25,7 @@ void add_hub_push_options(CLI::App* cmd, HubPushArgs& a) {
   cmd->add_option("--repo-type", a.repo_type, "model | dataset")->check(CLI::IsMember({"model", "dataset"}));
 }
 
-HubPushOutcome push_folder_from_cli(const std::string& folder, const HubPushArgs& a) {
+hub::PushResult push_folder_from_cli(const std::string& folder, const HubPushArgs& a) {
   const auto qt = make_qt_application();
   hub::PushOptions o;
   o.folder = folder;
@@ -39,21 +36,13 @@ HubPushOutcome push_folder_from_cli(const std::string& folder, const HubPushArgs
   o.create_pr = a.create_pr;
   o.commit_message = a.message;
   o.commit_description = a.description;
-  const bool tty = ::isatty(STDERR_FILENO);
-  auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
-  std::string last_stage;
+  StderrProgress line("push");
   if (!a.quiet) {
-    o.on_progress = [tty, &last, &last_stage](const hub::PushProgress& p) {
-      const auto now = std::chrono::steady_clock::now();
-      const bool stage_end = p.files_done == p.files_total;
-      if (p.stage == last_stage && !stage_end && now - last < std::chrono::milliseconds(tty ? 200 : 2000)) return;
+    o.on_progress = [&line](const hub::PushProgress& p) {
       if (p.stage == "done") return;
-      last = now;
-      last_stage = p.stage;
-      char line[200];
-      std::snprintf(line, sizeof line, "%s: %zu/%zu files, %s / %s", p.stage.c_str(), p.files_done, p.files_total,
-                    format_bytes(double(p.bytes_done)).c_str(), format_bytes(double(p.bytes_total)).c_str());
-      std::cerr << (tty ? "\r\033[K" : "") << "push " << line << (tty && !stage_end ? "" : "\n") << std::flush;
+      line.update(p.stage + ": " + std::to_string(p.files_done) + "/" + std::to_string(p.files_total) + " files, " +
+                      format_bytes(double(p.bytes_done)) + " / " + format_bytes(double(p.bytes_total)),
+                  p.files_done == p.files_total, p.stage);
     };
   }
   const hub::PushResult r = hub::push_folder(o);
@@ -66,7 +55,7 @@ HubPushOutcome push_folder_from_cli(const std::string& folder, const HubPushArgs
               << "), " << r.lfs_present << " already stored" << std::endl;
     std::cerr << (r.pr_url.empty() ? r.commit_url : r.pr_url) << std::endl;
   }
-  return {r.repo_url, r.commit_url, r.pr_url, r.commit_oid, r.no_changes, r.files, r.lfs_uploaded, r.lfs_bytes_sent};
+  return r;
 }
 
 void add_push_commands(CLI::App& app) {
@@ -83,7 +72,7 @@ void add_push_commands(CLI::App& app) {
   add_hub_push_options(cmd, a->hub);
   cmd->add_flag("--quiet", a->hub.quiet, "No progress lines");
   cmd->callback([a] {
-    const HubPushOutcome r = push_folder_from_cli(a->folder, a->hub);
+    const hub::PushResult r = push_folder_from_cli(a->folder, a->hub);
     print_json_line(nlohmann::json{{"repo_url", r.repo_url},
                                    {"commit_url", r.commit_url},
                                    {"commit_oid", r.commit_oid},

@@ -2,6 +2,7 @@
 // a callback that calls into core/; errors propagate as grpo::Error to main().
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -10,6 +11,9 @@
 
 #include "core/common/error.h"
 #include "core/common/resources.h"
+#ifdef GRPO_WITH_DOWNLOAD
+#include "core/hub/hub_upload.h"
+#endif
 
 namespace CLI { class App; class Validator; }
 class QCoreApplication;
@@ -76,14 +80,21 @@ struct HubPushArgs {
 };
 // --private, --revision, --create-pr, --message, --description, --repo-type.
 void add_hub_push_options(CLI::App* cmd, HubPushArgs& a);
-struct HubPushOutcome {
-  std::string repo_url, commit_url, pr_url, commit_oid;
-  bool no_changes = false;
-  size_t files = 0, lfs_uploaded = 0;
-  uint64_t lfs_bytes_sent = 0;
-};
 // Pushes `folder` (core/hub/hub_upload.h) with progress and the commit URL on stderr.
-HubPushOutcome push_folder_from_cli(const std::string& folder, const HubPushArgs& a);
+hub::PushResult push_folder_from_cli(const std::string& folder, const HubPushArgs& a);
+// A progress line on stderr for the Hub commands: redrawn in place on a terminal at most every
+// 200 ms, else one line every 2 s. A line that ends a stage (`end`), or the first of a new `stage`,
+// always prints, and ends with a newline.
+class StderrProgress {
+public:
+  explicit StderrProgress(std::string label);
+  void update(const std::string& text, bool end, const std::string& stage = {});
+
+private:
+  std::string label_, stage_;
+  bool tty_;
+  std::chrono::steady_clock::time_point last_;
+};
 #endif
 
 // "1,2,3" -> {1, 2, 3}; errors name the option.
