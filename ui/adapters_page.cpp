@@ -144,6 +144,15 @@ void AdaptersPage::exportSelected() {
   if (!startExport(row, out, format_->currentData().toBool(), dtype_->currentText(), &err)) status_->setText(err);
 }
 
+// An export or a push finished: the buttons come back, and `label` says how it went (red on failure).
+void AdaptersPage::jobEnded(QLabel* label, const QString& text, bool failed) {
+  exporting_ = false;
+  export_->setEnabled(true);
+  push_->setEnabled(true);
+  label->setStyleSheet(failed ? QString("color: #c62828;") : QString());
+  label->setText(text);
+}
+
 bool AdaptersPage::startExport(int row, const QString& outDir, bool merged, const QString& dtype, QString* error) {
   auto refuse = [&](const QString& why) {
     if (error) *error = why;
@@ -174,11 +183,7 @@ bool AdaptersPage::startExport(int row, const QString& outDir, bool merged, cons
     // Back to the GUI thread; dropped if the page is gone.
     QMetaObject::invokeMethod(QCoreApplication::instance(), [self, out, err] {
       if (!self) return;
-      self->exporting_ = false;
-      self->export_->setEnabled(true);
-      self->push_->setEnabled(true);
-      self->status_->setStyleSheet(err.isEmpty() ? QString() : QString("color: #c62828;"));
-      self->status_->setText(err.isEmpty() ? self->tr("Exported to %1").arg(out) : err);
+      self->jobEnded(self->status_, err.isEmpty() ? self->tr("Exported to %1").arg(out) : err, !err.isEmpty());
       Q_EMIT self->exportFinished(out, err);
     }, Qt::QueuedConnection);
   }).detach();
@@ -292,12 +297,10 @@ bool AdaptersPage::startPush(int row, const PushRequest& request, QString* error
     }
     QMetaObject::invokeMethod(QCoreApplication::instance(), [self, url, err] {
       if (!self) return;
-      self->exporting_ = false;
-      self->export_->setEnabled(true);
-      self->push_->setEnabled(true);
-      self->pushStatus_->setStyleSheet(err.isEmpty() ? QString() : QString("color: #c62828;"));
-      self->pushStatus_->setText(err.isEmpty() ? self->tr("Pushed: <a href=\"%1\">%2</a>").arg(url.toHtmlEscaped(), url.toHtmlEscaped())
-                                               : err.toHtmlEscaped());
+      self->jobEnded(self->pushStatus_,
+                     err.isEmpty() ? self->tr("Pushed: <a href=\"%1\">%2</a>").arg(url.toHtmlEscaped(), url.toHtmlEscaped())
+                                   : err.toHtmlEscaped(),
+                     !err.isEmpty());
       Q_EMIT self->pushFinished(url, err);
     }, Qt::QueuedConnection);
   }).detach();

@@ -59,6 +59,7 @@ private:
   QComboBox *format_, *dtype_;
   QLabel *status_, *pushStatus_;
   bool exporting_ = false;  // an export or a push is running
+  void jobEnded(QLabel* label, const QString& text, bool failed);
 };
 
 }  // namespace grpo::ui
