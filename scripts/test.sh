@@ -75,10 +75,11 @@ stage "fuzz" env FUZZ_SEED=1 FUZZ_RUNS="${GRPO_FUZZ_RUNS:-20000}" scripts/fuzz.s
 # 13 root still compiles.
 if [ "$roots" = 1 ]; then
   bookworm_check() {
-    scripts/check_fresh.sh --release bookworm >build/fresh-bookworm.log 2>&1 && show_log build/fresh-bookworm.log && return 0
+    local rc=0
+    scripts/check_fresh.sh --release bookworm >build/fresh-bookworm.log 2>&1 || rc=$?
     show_log build/fresh-bookworm.log
-    echo "scripts/check_fresh.sh --release bookworm failed: see its lines above" >&2
-    return 1
+    [ "$rc" = 0 ] || echo "scripts/check_fresh.sh --release bookworm failed: see its lines above" >&2
+    return "$rc"
   }
   stage "pristine Debian 12 root: install steps" bookworm_check
 fi

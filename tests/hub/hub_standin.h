@@ -117,16 +117,8 @@ public:
     thread_.start();
     ctx_->moveToThread(&thread_);
     QMetaObject::invokeMethod(ctx_, [this] {
-      server_ = new QTcpServer;
-      server_->listen(QHostAddress::LocalHost, 0);
+      server_ = listening_server(QHostAddress::LocalHost);
       port_ = server_->serverPort();
-      QObject::connect(server_, &QTcpServer::newConnection, server_, [this] {
-        while (QTcpSocket* s = server_->nextPendingConnection()) {
-          auto c = std::make_shared<Conn>();
-          QObject::connect(s, &QTcpSocket::disconnected, s, &QObject::deleteLater);
-          QObject::connect(s, &QTcpSocket::readyRead, s, [this, s, c] { on_bytes(s, *c); });
-        }
-      });
     }, Qt::BlockingQueuedConnection);
   }
   ~HubStandIn() {
@@ -154,16 +146,9 @@ public:
   bool storage_on_other_host() {
     bool ok = false;
     QMetaObject::invokeMethod(ctx_, [this, &ok] {
-      storage_server_ = new QTcpServer;
-      ok = storage_server_->listen(QHostAddress::LocalHostIPv6, 0);
+      storage_server_ = listening_server(QHostAddress::LocalHostIPv6);
+      ok = storage_server_->isListening();
       if (!ok) return;
-      QObject::connect(storage_server_, &QTcpServer::newConnection, storage_server_, [this] {
-        while (QTcpSocket* s = storage_server_->nextPendingConnection()) {
-          auto c = std::make_shared<Conn>();
-          QObject::connect(s, &QTcpSocket::disconnected, s, &QObject::deleteLater);
-          QObject::connect(s, &QTcpSocket::readyRead, s, [this, s, c] { on_bytes(s, *c); });
-        }
-      });
       std::lock_guard<std::mutex> g(mu_);
       storage_base_ = "http://[::1]:" + QString::number(storage_server_->serverPort());
     }, Qt::BlockingQueuedConnection);
@@ -352,6 +337,19 @@ private:
     bool have_head = false;
     qint64 need = 0, cut_after = -1;
   };
+  // A server on `address` (any free port) whose connections feed on_bytes; on the stand-in's thread.
+  QTcpServer* listening_server(const QHostAddress& address) {
+    auto* server = new QTcpServer;
+    server->listen(address, 0);
+    QObject::connect(server, &QTcpServer::newConnection, server, [this, server] {
+      while (QTcpSocket* s = server->nextPendingConnection()) {
+        auto c = std::make_shared<Conn>();
+        QObject::connect(s, &QTcpSocket::disconnected, s, &QObject::deleteLater);
+        QObject::connect(s, &QTcpSocket::readyRead, s, [this, s, c] { on_bytes(s, *c); });
+      }
+    });
+    return server;
+  }
   void on_bytes(QTcpSocket* s, Conn& c) {
     c.buf += s->readAll();
     if (!c.have_head) {
