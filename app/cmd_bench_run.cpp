@@ -1,7 +1,9 @@
-// `grpo bench async` and `grpo bench weight-sync`: benchmarks of the run layer (need core/run).
+// `grpo bench async`, `learn`, `weight-sync` and `make-model`: benchmarks of the run layer (need core/run).
 #include <CLI/CLI.hpp>
 
 #include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include "app/commands.h"
 #include "tools/engine_bench.h"
@@ -34,6 +36,18 @@ void add_run_bench_commands(CLI::App& app) {
     l->resources = resources_dir();
     if (l->preset.empty()) l->preset = l->resources + "/presets/demo.yaml";
     print_json_line(run::bench_learn(*l).dump());
+  });
+
+  struct MakeModelArgs { std::string model_dir, size = "25m", out; };
+  auto mm = std::make_shared<MakeModelArgs>();
+  auto* make = bench->add_subcommand("make-model", "Write a random model of a benchmark size, with a model's tokenizer, in Hugging Face format");
+  make->add_option("--size", mm->size, "tiny, 25m or 100m")->check(CLI::IsMember({"tiny", "25m", "100m"}));
+  make->add_option("--model", mm->model_dir, "Model directory whose tokenizer it takes (default: the demo model)")
+      ->transform(model_path_transform());
+  make->add_option("--output", mm->out, "The folder to write (created)")->required();
+  make->callback([mm] {
+    if (mm->model_dir.empty()) mm->model_dir = resources_dir() + "/models/tiny-arith";
+    print_json_line(nlohmann::json{{"model", run::write_bench_model(mm->model_dir, mm->size, mm->out)}, {"size", mm->size}}.dump());
   });
 
   auto w = std::make_shared<run::WeightSyncBenchOptions>();

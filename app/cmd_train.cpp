@@ -159,6 +159,8 @@ void add_train_commands(CLI::App& app) {
       check(a->tls_cert.empty() == a->tls_key.empty(), "--tls-cert/--tls-key", "give both or neither");
       check(a->tls_cert.empty() || !cfg.serve.empty(), "--tls-cert", "TLS is for the --serve endpoint", "add --serve HOST:PORT");
       check(!a->sync || cfg.serve.empty(), "--serve", "the endpoint serves the async engine", "drop --sync");
+      check(!a->sync || !cfg.push_to_hub, "--sync", "push_to_hub runs with the async engine",
+            "drop --sync, or push the result afterwards: grpo push RUN/adapter REPO_ID");
       check(!a->sync || (cfg.worker_urls.empty() && !cfg.discovery && cfg.slurm_workers == 0), "--sync",
             "the synchronous loop generates in-process only", "drop --sync to use workers");
       if (!a->output.empty()) cfg.output_dir = a->output;
@@ -188,9 +190,11 @@ void add_train_commands(CLI::App& app) {
         print_progress(r, tty);
       }, &g_stop);
     } else {
-      // Remote workers talk through Qt's network event loops, which want an application object.
+      // Remote workers and the Hub client talk through Qt's network event loops, which want an
+      // application object.
       std::unique_ptr<QCoreApplication> qt;
-      if (!cfg.worker_urls.empty() || cfg.discovery || cfg.slurm_workers > 0 || !cfg.serve.empty()) qt = make_qt_application();
+      if (!cfg.worker_urls.empty() || cfg.discovery || cfg.slurm_workers > 0 || !cfg.serve.empty() || cfg.push_to_hub)
+        qt = make_qt_application();
       run::EngineOptions eo;
       eo.local_generators = a->generators >= 0 ? a->generators : static_cast<int>(cfg.local_generators);
       eo.resume = !a->resume.empty();

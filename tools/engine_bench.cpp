@@ -40,11 +40,9 @@ struct TempDir {
   }
 };
 
-// The model to benchmark: the given directory, or a random model of `size` that keeps the
-// directory's tokenizer (written into `scratch`).
-std::string prepare_model(const std::string& model_dir, const std::string& size, const std::string& scratch) {
-  check(!model_dir.empty(), "bench", "no model directory", "pass --model DIR (a model with a tokenizer)");
-  if (size.empty()) return model_dir;
+}  // namespace
+
+std::string write_bench_model(const std::string& model_dir, const std::string& size, const std::string& out) {
   auto cfg = model::bench_model_config(size);
   auto base = io::ModelConfig::load(path_join(model_dir, "config.json"));
   cfg.vocab_size = base.vocab_size;  // the tokenizer's vocabulary
@@ -52,11 +50,20 @@ std::string prepare_model(const std::string& model_dir, const std::string& size,
   cfg.eos_token_ids = base.eos_token_ids;
   torch::manual_seed(0);
   model::CausalLM m{model::CausalLMOptions(cfg)};
-  const std::string out = path_join(scratch, "model-" + size);
   model::save_pretrained(*m, out);
   for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
     if (file_exists(path_join(model_dir, f))) fs::copy_file(path_join(model_dir, f), path_join(out, f));
   return out;
+}
+
+namespace {
+
+// The model to benchmark: the given directory, or a random model of `size` that keeps the
+// directory's tokenizer (written into `scratch`).
+std::string prepare_model(const std::string& model_dir, const std::string& size, const std::string& scratch) {
+  check(!model_dir.empty(), "bench", "no model directory", "pass --model DIR (a model with a tokenizer)");
+  if (size.empty()) return model_dir;
+  return write_bench_model(model_dir, size, path_join(scratch, "model-" + size));
 }
 
 grpo::TrainConfig bench_config(const std::string& model, const AsyncBenchOptions& o, const std::string& out) {

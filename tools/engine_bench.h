@@ -23,6 +23,12 @@ struct AsyncBenchOptions {
 };
 nlohmann::json bench_async(const AsyncBenchOptions& options);
 
+// A random model of `size` ("tiny", "25m", "100m": model::bench_model_config) with the tokenizer of
+// `model_dir`, written to `out_dir` in Hugging Face format (`grpo bench make-model`): the larger
+// models the benchmarks and the measurements of docs/ and BENCHMARKS.md train, export and push.
+// Seeded: the same bytes every time. Returns out_dir.
+std::string write_bench_model(const std::string& model_dir, const std::string& size, const std::string& out_dir);
+
 // `grpo bench learn`: `grpo train --demo` (the async engine on the demo preset) from the base
 // model's greedy eval accuracy until eval accuracy reaches `target`, timed on the wall clock
 // (evaluations included). Keys: time_to_learn_s (null if never reached), base_accuracy,

@@ -39,6 +39,12 @@ bool nullable_key(const std::string& key) {
   return k && k->nullable;
 }
 
+// A text key whose default is "" (hub_model_id): an empty field is that default, not a gap.
+bool empty_is_default(const std::string& key) {
+  const auto* k = ::grpo::grpo::find_config_key(::grpo::grpo::train_config_schema(), key);
+  return k && k->default_value == json("");
+}
+
 // "async engine" -> "Async engine"; "GRPO loss" stays.
 QString group_title(const std::string& group) {
   QString t = QString::fromStdString(group);
@@ -474,7 +480,7 @@ void SetupPage::validateField(const std::string& key) {
   QLineEdit* edit = fields_.at(key);
   QString message;
   json v = fieldValue(key);
-  if (v.is_null() && !nullable_key(key)) {
+  if (v.is_null() && !nullable_key(key) && !empty_is_default(key)) {
     message = tr("a value is needed");
   } else if (!v.is_null()) {
     ::grpo::grpo::TrainConfig probe;

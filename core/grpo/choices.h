@@ -82,4 +82,12 @@ enum class SaveDtype { Float32, BFloat16, Float16 };
 inline constexpr Choices<SaveDtype, 3> kSaveDtypes{
     "save_dtype", {{{SaveDtype::Float32, "float32"}, {SaveDtype::BFloat16, "bfloat16"}, {SaveDtype::Float16, "float16"}}}};
 
+// When a run pushes to the Hub (TRL's hub_strategy; docs/hub.md, "Pushing while training").
+enum class HubStrategy { End, EverySave, Checkpoint, AllCheckpoints };
+inline constexpr Choices<HubStrategy, 4> kHubStrategies{"hub_strategy",
+                                                       {{{HubStrategy::End, "end"},
+                                                         {HubStrategy::EverySave, "every_save"},
+                                                         {HubStrategy::Checkpoint, "checkpoint"},
+                                                         {HubStrategy::AllCheckpoints, "all_checkpoints"}}}};
+
 }  // namespace grpo::grpo

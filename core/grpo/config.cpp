@@ -126,6 +126,13 @@ const ConfigTable<TrainConfig>& table() {
         {"save_steps", &T::save_steps, at_least(0), "Checkpoint every this many steps (0: only at the end).", kForm},
         {"eval_steps", &T::eval_steps, at_least(0), "Greedy eval accuracy every this many steps (0: never).", kForm},
         {"mfu_peak_tflops", &T::mfu_peak_tflops, closed(0, 1e6), "The training device's peak dense TFLOP/s that MFU (perf/mfu_*) divides by, e.g. 989 for an H100 SXM in bf16; 0 = a GEMM in the training dtype measured at start."}}},
+      {"the Hub",
+       {{"push_to_hub", &T::push_to_hub, {}, "Push the adapter (with its model card) to the Hub while training, as hub_strategy says, and at the end (token: HF_TOKEN or the huggingface_hub token file).", kForm},
+        {"hub_model_id", &T::hub_model_id, {}, "The model repo to push to, namespace/name (created when missing).", kForm},
+        {"hub_strategy", &T::hub_strategy, one_of(kHubStrategies.names()), "end: only at the end; every_save: at each checkpoint too; checkpoint: and the newest checkpoint as last-checkpoint/; all_checkpoints: and each checkpoint in its own folder."},
+        {"hub_private_repo", &T::hub_private_repo, {}, "Create the repo private (a repo that exists keeps its visibility)."},
+        {"hub_revision", &T::hub_revision, {}, "The branch to push to (\"\" = main; created from main when missing)."},
+        {"hub_always_push", &T::hub_always_push, {}, "A checkpoint saved while a push still runs is pushed after it, instead of skipped."}}},
   });
   return t;
 }
@@ -253,6 +260,14 @@ void TrainConfig::validate(const std::string& source) const {
     check(!from.empty() && to.is_string() && !to.get<std::string>().empty(), source,
           "key \"dataset_columns\": \"" + from + "\" must map to a non-empty column name, got " + to.dump());
   check(eval_fraction == 0.0 || eval_size == 0, source, "set either \"eval_fraction\" or \"eval_size\", not both");
+  if (push_to_hub) {
+    check(!hub_model_id.empty(), source, "key \"hub_model_id\" is empty while push_to_hub is true",
+          "give the repo to push to as namespace/name, e.g. your-name/grpo-arith-lora");
+    const auto slash = hub_model_id.find('/');
+    check(slash != std::string::npos && slash > 0 && slash + 1 < hub_model_id.size() && hub_model_id.find('/', slash + 1) == std::string::npos,
+          source, "key \"hub_model_id\": value \"" + hub_model_id + "\" is not valid: expected namespace/name",
+          "e.g. your-name/grpo-arith-lora");
+  }
   // The limits a worker puts on a request's stop strings (cluster::ModelLimits): past them every
   // request to a worker would be refused, so the run is refused up front.
   check(stop.size() <= 32, source, "key \"stop\": " + std::to_string(stop.size()) + " stop strings; at most 32");

@@ -112,6 +112,14 @@ struct TrainConfig {
   int64_t logging_steps = 1;
   int64_t save_steps = 50;
   int64_t eval_steps = 25;
+  // the Hub while training: TRL's keys (docs/hub.md, "Pushing while training"); the token is never
+  // a key (HF_TOKEN or the huggingface_hub token file), so it never reaches a run's config.json
+  bool push_to_hub = false;
+  std::string hub_model_id;                 // namespace/name
+  std::string hub_strategy = "every_save";  // end | every_save | checkpoint | all_checkpoints
+  bool hub_private_repo = false;            // only when the repo is created by the run
+  std::string hub_revision;                 // "" = main
+  bool hub_always_push = false;             // a save while a push runs waits its turn instead of being skipped
 
   double epsilon_high_value() const { return epsilon_high.value_or(epsilon); }
   int64_t resolved_max_inflight_tasks() const;

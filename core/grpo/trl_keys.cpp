@@ -34,7 +34,7 @@ struct TrlKey {
 const char* kPrecision = "device and precision are chosen by the engine (CUDA: bfloat16, CPU: float32)";
 const char* kDistributed = "a single trainer process: no DDP, FSDP or DeepSpeed";
 const char* kLogging = "metrics go to the run's metrics file and TensorBoard event files in the run directory";
-const char* kHub = "a run does not push to the Hub while it trains yet; push the result with `grpo export RUN --push-to-hub REPO_ID` or `grpo push FOLDER REPO_ID`";
+const char* kHub = "TRL's older spelling; use push_to_hub and hub_model_id (namespace/name); the token comes from HF_TOKEN or the huggingface_hub token file";
 const char* kVllm = "generation runs in-process or on workers (worker_urls); a vLLM server can be a worker";
 const char* kLoader = "no DataLoader: prompt groups stream from the dataset inside the engine";
 const char* kSave = "a checkpoint is written every save_steps into checkpoints/ (the newest few kept) in safetensors";
@@ -142,7 +142,7 @@ const std::vector<TrlKey>& trl_key_table() {
       {"num_completions_to_print", Kind::Ignore, "completions are always written to the run's samples file", {}},
       {"wandb_log_unique_prompts", Kind::Ignore, kLogging, {}},
       {"log_unique_prompts", Kind::Ignore, kLogging, {}},
-      {"log_completions_hub_repo", Kind::Ignore, kHub, {}},
+      {"log_completions_hub_repo", Kind::Ignore, "completions are logged in the run folder (samples.jsonl), not pushed to a dataset repo", {}},
       {"max_tool_calling_iterations", Kind::Ignore, kTurns, {}},
       {"reward_model_path", Kind::Neutral, "reward models are external reward functions (reward_funcs)", {}},
       // ---- AsyncGRPOConfig ----
@@ -246,13 +246,9 @@ const std::vector<TrlKey>& trl_key_table() {
       {"optim_target_modules", Kind::Ignore, "the optimizer is AdamW over the LoRA parameters", {}},
       {"adafactor", Kind::Neutral, "the optimizer is AdamW", {false}},
       {"neftune_noise_alpha", Kind::Neutral, "NEFTune noise is not supported", {}},
-      {"push_to_hub", Kind::Ignore, kHub, {}},
-      {"hub_model_id", Kind::Ignore, kHub, {}},
-      {"hub_strategy", Kind::Ignore, kHub, {}},
-      {"hub_token", Kind::Ignore, kHub, {}},
-      {"hub_private_repo", Kind::Ignore, kHub, {}},
-      {"hub_always_push", Kind::Ignore, kHub, {}},
-      {"hub_revision", Kind::Ignore, kHub, {}},
+      // (push_to_hub, hub_model_id, hub_strategy, hub_private_repo, hub_revision, hub_always_push:
+      // keys of ours, docs/hub.md "Pushing while training")
+      {"hub_token", Kind::Ignore, "a token is never kept in a config (it would be written into the run's config.json): HF_TOKEN or the huggingface_hub token file", {}},
       {"push_to_hub_model_id", Kind::Ignore, kHub, {}},
       {"push_to_hub_organization", Kind::Ignore, kHub, {}},
       {"push_to_hub_token", Kind::Ignore, kHub, {}},
@@ -267,6 +263,9 @@ const std::vector<TrlKey>& trl_key_table() {
       {"eval_steps", Kind::Sentinel, "TRL's null (= logging_steps): eval_steps keeps its default", {}},
       {"save_steps", Kind::Sentinel, "null: save_steps keeps its default", {}},
       {"reward_weights", Kind::Sentinel, "TRL's null: every reward function weighs 1", {}},
+      {"hub_model_id", Kind::Sentinel, "TRL's null (the output folder's name under the token's user): hub_model_id keeps its default, and push_to_hub needs it set", {}},
+      {"hub_revision", Kind::Sentinel, "TRL's null: the push goes to main", {}},
+      {"hub_private_repo", Kind::Sentinel, "TRL's null (the organization's default visibility): a new repo is public", {}},
   };
   return t;
 }

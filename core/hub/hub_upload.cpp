@@ -247,6 +247,15 @@ void Pusher::add_action_headers(QNetworkRequest& r, const json& action, const st
 void Pusher::scan() {
   check(is_directory(o_.folder), o_.folder, "is not a folder", "push a folder written by `grpo export`");
   const QString root = QDir(QString::fromStdString(o_.folder)).absolutePath();
+  std::string prefix = o_.path_in_repo;  // upload_folder's path_in_repo: the folder's place in the repo
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  if (!prefix.empty()) {
+    try {
+      validate_repo_file_path(prefix);
+    } catch (const Error& e) {
+      throw Error(o_.repo_id, std::string("path_in_repo: ") + e.what(), "a folder inside the repo, e.g. last-checkpoint");
+    }
+  }
   std::vector<std::pair<std::string, std::string>> found;  // repo path, absolute path
   QDirIterator it(root, QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot, QDirIterator::Subdirectories);
   while (it.hasNext()) {
@@ -263,7 +272,7 @@ void Pusher::scan() {
     } catch (const Error& e) {
       throw Error(o_.folder, std::string("a file name the Hub cannot hold: ") + e.what());
     }
-    found.emplace_back(rel, abs.toStdString());
+    found.emplace_back(prefix.empty() ? rel : prefix + "/" + rel, abs.toStdString());
   }
   check(!found.empty(), o_.folder, "has no files to push");
   std::sort(found.begin(), found.end());

@@ -53,6 +53,7 @@ struct PushProgress {
 
 struct PushOptions {
   std::string folder;                     // the local folder; its files keep their relative paths
+  std::string path_in_repo;               // "" = the repo's root; else the folder's files go under it
   std::string repo_id;
   RepoType repo_type = RepoType::Model;
   std::string revision = "main";          // a branch (created from main when missing) or refs/pr/N

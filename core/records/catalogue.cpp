@@ -156,6 +156,12 @@ std::vector<EventKindSpec> make_events() {
       {"reward_output_flood_cleared", "reward program output normal again", "info", false},
       {"reward_bad_reply", "reward program replied badly", "warning", false},
       {"reward_bad_reply_cleared", "reward program replies well again", "info", false},
+      // Pushes to the Hub while training (core/run/hub_pusher.h): each carries the step it pushes.
+      {"hub_push_started", "Hub push started", "info", false},
+      {"hub_pushed", "pushed to the Hub", "info", true},
+      {"hub_push_skipped", "Hub push skipped: the last one still runs", "info", false},
+      {"hub_push_failed", "Hub push failed", "warning", true},
+      {"hub_push_failed_cleared", "Hub pushes work again", "info", false},
       {"unreadable", "unreadable line", "warning", false},
   };
 }

@@ -1,6 +1,7 @@
 // The async engine (engine.h): construction, events and the bucket, control and retunes, the
 // trainer loop, publication and checkpoints. The pipeline threads are RolloutPipeline's.
 #include "core/run/engine.h"
+#include "core/run/hub_pusher.h"
 
 #include <chrono>
 #include <cmath>
@@ -67,6 +68,18 @@ Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions 
   po.before_generate = opts_.before_generate;
   pipeline_ = std::make_unique<RolloutPipeline>(run_.config, std::move(po));
   write_resolved_config(dir_, config(), run_.policy);
+  if (config().push_to_hub) {  // a run that could never push fails here, before it trains
+    HubPusherOptions ho;
+    ho.run_dir = dir_.root();
+    ho.repo_id = config().hub_model_id;
+    ho.revision = config().hub_revision;
+    ho.private_repo = config().hub_private_repo;
+    ho.strategy = grpo::kHubStrategies.parse(config().hub_strategy, "hub_strategy");
+    ho.always_push = config().hub_always_push;
+    ho.retry_base_ms = opts_.hub_retry_base_ms;
+    ho.event = [this](nlohmann::json e) { event(std::move(e)); };
+    hub_ = std::make_unique<HubPusher>(std::move(ho));
+  }
   for (int i = 0; i < opts_.local_generators; ++i)
     add_source(std::make_unique<LocalGenerator>(run_.policy, "local-" + std::to_string(i), version_.load()));
   // Remote workers (by URL, discovered, or launched through Slurm and joining): one source over the
@@ -84,6 +97,7 @@ Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions 
 }
 
 Engine::~Engine() {
+  hub_.reset();  // its thread writes events: gone before the members it uses
   stop();
   if (pipeline_) pipeline_->join();
   try {
@@ -286,13 +300,13 @@ void Engine::publish_version() {
   for (auto& s : sources_) s->on_version_published(v, d);
 }
 
-void Engine::save_checkpoint_now() {
+std::string Engine::save_checkpoint_now() {
   CheckpointState st;
   st.step = step_.load();
   st.policy_version = version_.load();
   std::tie(st.data_cursor, st.next_group_id) = pipeline_->cursor();
   st.config = config().to_json();
-  save_checkpoint(dir_, *run_.policy.model, run_.trainer->optimizer(), st);
+  return save_checkpoint(dir_, *run_.policy.model, run_.trainer->optimizer(), st);
 }
 
 int64_t Engine::restore_from_checkpoint() {
@@ -384,8 +398,11 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
       // The checkpoint comes after the step's metrics line: a kill -9 between the two then resumes
       // from the previous checkpoint, where the other order left that step missing from the
       // metrics (its checkpoint existed, its line did not).
-      if (config().save_steps > 0 && step % config().save_steps == 0)
-        bucket_write("checkpoint step-" + std::to_string(step), [&] { save_checkpoint_now(); });
+      if (config().save_steps > 0 && step % config().save_steps == 0) {
+        std::string saved;
+        bucket_write("checkpoint step-" + std::to_string(step), [&] { saved = save_checkpoint_now(); });
+        if (hub_ && !saved.empty()) hub_->on_checkpoint(step, saved);  // snapshots it; the push runs beside
+      }
       if (on_step) on_step(report);
     }
   } catch (const std::exception& e) {
@@ -443,8 +460,12 @@ std::string Engine::finish_run(const std::string& failure, bool unpublished) {
     bucket_write("adapter policy-v" + std::to_string(version_.load() + 1), [&] { publish_version(); });
   bucket_write("the final checkpoint", [&] { save_checkpoint_now(); });
   bucket_write("adapter/", [&] { model::save_adapter(*run_.policy.model, dir_.path("adapter"), config().model_name_or_path); });
-  event({{"event", stopped_early ? "stop" : "finished"}, {"policy_version", version_.load()},
-         {"dropped_stale_total", pipeline_->dropped_stale_total()}, {"adapter", dir_.path("adapter")}});
+  nlohmann::json end = {{"event", stopped_early ? "stop" : "finished"}, {"policy_version", version_.load()},
+              {"dropped_stale_total", pipeline_->dropped_stale_total()}, {"adapter", dir_.path("adapter")}};
+  // The final push is waited for (TRL's end-of-training push_to_hub); a failure is its own event,
+  // with advice, and the run still ends as it did: the adapter is on disk.
+  if (hub_) end["hub_pushed"] = hub_->push_final(step_.load(), dir_.path("adapter"));
+  event(std::move(end));
   state_ = EngineState::Finished;
   return dir_.adapter_dir(version_.load());
 }

@@ -37,6 +37,7 @@
 namespace grpo::run {
 
 class RemoteSource;
+class HubPusher;
 
 struct EngineOptions {
   int local_generators = 1;  // in-process rollout sources sharing the base weights
@@ -45,6 +46,8 @@ struct EngineOptions {
   std::function<void(const std::string& source)> before_generate;
   // Called with every event as it happens (the run's events file gets it too, later if the bucket is full).
   std::function<void(const nlohmann::json& event)> on_event;
+  // push_to_hub: the wait before a failed push is tried again (x4 each time; core/run/hub_pusher.h).
+  int hub_retry_base_ms = 2000;
 };
 
 class Engine : public RunControl {
@@ -102,7 +105,7 @@ private:
                         std::map<std::string, double> m, ThroughputAdvisor& advisor, bool& unpublished);
   std::string finish_run(const std::string& failure, bool unpublished);
   void publish_version();
-  void save_checkpoint_now();
+  std::string save_checkpoint_now();  // returns its folder
   void event(nlohmann::json e);
   // Runs one write into the bucket; while the file system refuses it (full, quota, file size,
   // I/O error) the run pauses here and retries with backoff (engine.cpp). `what` names it.
@@ -119,6 +122,7 @@ private:
   RunDirectory dir_;
   RunSetup run_;                       // config, policy, trainer, examples, rewards (core/run/run_setup.h)
   std::vector<std::unique_ptr<RolloutSource>> sources_;
+  std::unique_ptr<HubPusher> hub_;     // push_to_hub (core/run/hub_pusher.h); null when off
   std::unique_ptr<RolloutPipeline> pipeline_;
   std::chrono::steady_clock::time_point started_;
   double peak_flops_ = 0;  // what perf/mfu_* divides by (start_pipeline)

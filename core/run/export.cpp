@@ -46,14 +46,33 @@ struct Source {
   std::optional<int64_t> version, step;
 };
 
+// The adapter files of `s.dir` are there and match its SHA256SUMS (a checkpoint's).
+void check_source_files(const Source& s) {
+  for (const char* f : {model::kAdapterConfigName, model::kAdapterWeightsName})
+    check(file_exists(path_join(s.dir, f)), s.dir, std::string("missing ") + f, "the run directory is incomplete");
+  if (file_exists(path_join(s.dir, "SHA256SUMS"))) {
+    const auto bad = verify_sha256sums(s.dir);
+    check(bad.empty(), s.dir, "files do not match SHA256SUMS: " + join(bad, ", "),
+          "the adapter was modified or torn; export another version");
+  }
+}
+
 Source resolve_source(const ExportOptions& o) {
+  check(!(o.version && o.checkpoint_step), "export", "give either a version or a checkpoint step, not both");
+  Source s;
+  if (!o.source_dir.empty()) {  // a copy of one of the run's adapters, named by version or step
+    s.version = o.version;
+    s.step = o.checkpoint_step;
+    s.label = s.version ? RunFolder::adapter_name(*s.version) : s.step ? RunFolder::checkpoint_name(*s.step) : "adapter";
+    s.dir = o.source_dir;
+    check_source_files(s);
+    return s;
+  }
   const RunFolder run = RunFolder::open_existing(o.run_dir);
   const auto versions = run.adapter_versions();
   const auto steps = run.checkpoint_steps();
   const std::string available =
       "published versions: " + list_text(versions, nullptr) + "; checkpoints: " + list_text(steps, &RunFolder::checkpoint_name);
-  check(!(o.version && o.checkpoint_step), "export", "give either a version or a checkpoint step, not both");
-  Source s;
   if (!o.version && !o.checkpoint_step && !versions.empty()) s.version = versions.back();
   else if (!o.version && !o.checkpoint_step && !steps.empty()) s.step = steps.back();
   if (o.version) {
@@ -78,13 +97,7 @@ Source resolve_source(const ExportOptions& o) {
     check(is_directory(s.dir), o.run_dir, "no adapter to export: adapters/, checkpoints/ and adapter/ are empty",
           "is this a run directory? (grpo train --output DIR makes one)");
   }
-  for (const char* f : {model::kAdapterConfigName, model::kAdapterWeightsName})
-    check(file_exists(path_join(s.dir, f)), s.dir, std::string("missing ") + f, "the run directory is incomplete");
-  if (file_exists(path_join(s.dir, "SHA256SUMS"))) {
-    const auto bad = verify_sha256sums(s.dir);
-    check(bad.empty(), s.dir, "files do not match SHA256SUMS: " + join(bad, ", "),
-          "the adapter was modified or torn; export another version");
-  }
+  check_source_files(s);
   return s;
 }
 

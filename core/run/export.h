@@ -15,6 +15,9 @@ struct ExportOptions {
   std::string run_dir;                      // the run directory (config.json, adapters/, checkpoints/)
   std::optional<int64_t> version;           // adapters/policy-v<N>; newest when neither is set
   std::optional<int64_t> checkpoint_step;   // checkpoints/step-<S> instead of a published version
+  std::string source_dir;                   // export this adapter folder instead: a copy of one of the
+                                            // run's (the Hub pusher's), named for the model card by
+                                            // version or checkpoint_step (neither: the final adapter/)
   std::string out_dir;                      // created; must be empty or absent
   bool merged = false;                      // full model with the adapter folded in
   std::string dtype = "f32";                // f32 | bf16 | f16 (tensor dtype of the written files)

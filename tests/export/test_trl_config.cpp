@@ -122,12 +122,13 @@ private Q_SLOTS:
     QVERIFY(has_note(t.ignored, "vllm_server_base_url", "worker_urls"));
     QVERIFY(has_note(t.ignored, "use_peft", "LoRA"));
     QVERIFY(has_note(t.ignored, "heartbeat_stale_after_s", ""));
-    QVERIFY(has_note(t.ignored, "push_to_hub", "grpo export"));
+    QCOMPARE(t.config["push_to_hub"], json(false));  // ours now (docs/hub.md, "Pushing while training")
+    QCOMPARE(c.push_to_hub, false);
     QVERIFY(has_note(t.ignored, "fsdp", "single trainer"));
     const std::vector<std::string> ignored_keys = {
         "torch_dtype", "attn_implementation", "use_peft",
         "bf16", "save_total_limit", "report_to", "run_name", "vllm_server_base_url", "vllm_server_timeout",
-        "heartbeat_stale_after_s", "log_completions", "num_completions_to_print", "push_to_hub", "fsdp"};
+        "heartbeat_stale_after_s", "log_completions", "num_completions_to_print", "fsdp"};
     QCOMPARE(t.ignored.size(), ignored_keys.size());
     for (const auto& k : ignored_keys)
       QVERIFY2(has_note(t.ignored, k, ""), k.c_str());
@@ -182,6 +183,30 @@ private Q_SLOTS:
     TrainConfig g;
     g.apply({{"scale_rewards", true}}, "x");
     QCOMPARE(g.scale_rewards, std::string("group"));
+  }
+
+  // TRL's Hub keys are ours (docs/hub.md, "Pushing while training"), its nulls keep our defaults,
+  // and a token in a config is never taken: it would be written into the run's config.json.
+  void trl_hub_keys_push_while_training() {
+    const json j = json::parse(R"({
+      "output_dir": "out", "task": "arith", "model_name_or_path": "tiny", "push_to_hub": true,
+      "hub_model_id": "me/grpo-lora", "hub_strategy": "checkpoint",
+      "hub_token": "hf_secret_in_a_config", "hub_private_repo": null, "hub_revision": null, "hub_always_push": false
+    })");
+    TrainConfig c;
+    c.apply(j, "grpo_config.json");
+    c.validate("grpo_config.json");
+    QCOMPARE(c.push_to_hub, true);
+    QCOMPARE(c.hub_model_id, std::string("me/grpo-lora"));
+    QCOMPARE(c.hub_strategy, std::string("checkpoint"));
+    QCOMPARE(c.hub_private_repo, false);
+    QCOMPARE(c.hub_revision, std::string(""));
+    QVERIFY(c.to_json().dump().find("hf_secret_in_a_config") == std::string::npos);
+    const auto t = translate(j);
+    QVERIFY(has_note(t.ignored, "hub_token", "never kept in a config"));
+    QVERIFY(has_note(t.ignored, "hub_private_repo", "public"));
+    QVERIFY(!t.config.contains("hub_token"));
+    QCOMPARE(t.config["hub_strategy"], json("checkpoint"));
   }
 
   void peft_adapter_config_loads() {

@@ -46,7 +46,7 @@ private Q_SLOTS:
   void rowsCarryDefaultsGroupsDocsAndRanges() {
     const json defaults = TrainConfig{}.to_json();
     const std::set<std::string> groups = {"model and data", "generation", "optimisation", "GRPO loss", "LoRA",
-                                          "async engine", "workers", "slurm workers", "rewards", "logging and saving"};
+                                          "async engine", "workers", "slurm workers", "rewards", "logging and saving", "the Hub"};
     int retunable = 0;
     for (const ConfigKeyInfo& k : grpo::grpo::train_config_schema()) {
       QVERIFY2(k.default_value == defaults[k.name], k.name.c_str());

@@ -24,7 +24,8 @@
 //   POST /api/{kind}/{repo}/commit/{rev}           NDJSON; every lfsFile must be in the store;
 //        ?create_pr=1 writes refs/pr/N instead of the branch
 // Faults on demand per route: N answers with a status, a 200 with a given body, a connection cut
-// after N body bytes, an LFS batch answer naming the wrong oid. Pushed repos are served by the
+// after N body bytes, requests held unanswered until the test releases them, an LFS batch answer
+// naming the wrong oid. Pushed repos are served by the
 // download routes above.
 #pragma once
 
@@ -33,6 +34,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QPointer>
 #include <QTcpServer>
 #include <QTcpSocket>
 #include <QThread>
@@ -200,6 +202,32 @@ public:
     std::lock_guard<std::mutex> g(mu_);
     faults_[route].cuts = times;
     faults_[route].cut_after = after;
+  }
+  // The next `times` requests of `route` wait unanswered until release_held(): a Hub that is slow
+  // for as long as a test needs, without a timer.
+  void hold_next(const QByteArray& route, int times = 1) {
+    std::lock_guard<std::mutex> g(mu_);
+    faults_[route].holds = times;
+  }
+  size_t held_count() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return held_.size();
+  }
+  // Answers the held requests now, as they would have been answered (a client that gave up on one
+  // has closed its connection: that one is dropped).
+  void release_held() {
+    QMetaObject::invokeMethod(ctx_, [this] {
+      std::vector<Held> held;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        held.swap(held_);
+      }
+      for (auto& h : held) {
+        if (!h.socket || h.socket->state() != QAbstractSocket::ConnectedState) continue;
+        std::lock_guard<std::mutex> g(mu_);
+        serve_upload(h.socket, h.rq, h.head, h.body);
+      }
+    }, Qt::BlockingQueuedConnection);
   }
   // The next LFS batch answer names another oid than the one asked for.
   void wrong_oid_next_batch() {
@@ -426,8 +454,13 @@ private:
   }
 
   // ---- the upload routes (mu_ held) ----
+  struct Held {
+    QPointer<QTcpSocket> socket;
+    Request rq;
+    QByteArray head, body;
+  };
   struct Fault {
-    int cuts = 0, errors = 0, status = 500;
+    int cuts = 0, errors = 0, status = 500, holds = 0;
     qint64 cut_after = 0;
     std::deque<QByteArray> answers;
   };
@@ -461,8 +494,12 @@ private:
   }
 
   void serve_upload(QTcpSocket* s, const Request& rq, const QByteArray& head, const QByteArray& body) {
-    (void)head;
     Fault& f = faults_[rq.route];
+    if (f.holds > 0) {
+      --f.holds;
+      held_.push_back({QPointer<QTcpSocket>(s), rq, head, body});
+      return;
+    }
     if (f.errors > 0) {
       --f.errors;
       return error(s, f.status, {}, "stand-in fault", false);
@@ -749,6 +786,7 @@ private:
   QByteArray upload_token_;
   qint64 lfs_threshold_ = 10 << 20, chunk_size_ = 1 << 20;
   std::map<QByteArray, Fault> faults_;
+  std::vector<Held> held_;
   bool wrong_oid_ = false;
   UploadStats stats_;
   std::set<QByteArray> private_;
