@@ -142,7 +142,7 @@ const std::vector<TrlKey>& trl_key_table() {
       {"num_completions_to_print", Kind::Ignore, "completions are always written to the run's samples file", {}},
       {"wandb_log_unique_prompts", Kind::Ignore, kLogging, {}},
       {"log_unique_prompts", Kind::Ignore, kLogging, {}},
-      {"log_completions_hub_repo", Kind::Ignore, "completions are logged in the run folder (samples.jsonl), not pushed to a dataset repo", {}},
+      {"log_completions_hub_repo", Kind::Ignore, "completions are logged in the run folder (its samples file), not pushed to a dataset repo", {}},
       {"max_tool_calling_iterations", Kind::Ignore, kTurns, {}},
       {"reward_model_path", Kind::Neutral, "reward models are external reward functions (reward_funcs)", {}},
       // ---- AsyncGRPOConfig ----

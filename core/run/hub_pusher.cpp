@@ -105,16 +105,7 @@ void HubPusher::on_checkpoint(int64_t step, const std::string& checkpoint_dir) {
     }
   }
   Job job{step, path_join(staging_, RunFolder::checkpoint_name(step)), false};
-  try {
-    snapshot_folder(checkpoint_dir, job.snapshot);
-  } catch (const std::exception& e) {
-    std::lock_guard<std::mutex> g(mu_);
-    ++counts_.failed;
-    if (o_.event)
-      o_.event({{"event", "hub_push_failed"}, {"push_step", step}, {"repo", o_.repo_id}, {"message", e.what()},
-                {"advice", advice_for(e.what(), o_, false)}, {"attempt", 0}, {"will_retry", false}});
-    return;
-  }
+  if (!snapshot(job, checkpoint_dir)) return;
   {
     std::lock_guard<std::mutex> g(mu_);
     queue_.push_back(std::move(job));
@@ -124,17 +115,7 @@ void HubPusher::on_checkpoint(int64_t step, const std::string& checkpoint_dir) {
 
 bool HubPusher::push_final(int64_t step, const std::string& adapter_dir) {
   Job job{step, path_join(staging_, "final"), true};
-  try {
-    snapshot_folder(adapter_dir, job.snapshot);
-  } catch (const std::exception& e) {
-    std::lock_guard<std::mutex> g(mu_);
-    ++counts_.failed;
-    if (o_.event)
-      o_.event({{"event", "hub_push_failed"}, {"push_step", step}, {"repo", o_.repo_id}, {"what", "the final adapter"},
-                {"message", e.what()}, {"advice", advice_for(e.what(), o_, true)}, {"severity", "error"},
-                {"attempt", 0}, {"will_retry", false}});
-    return false;
-  }
+  if (!snapshot(job, adapter_dir)) return false;
   std::unique_lock<std::mutex> lock(mu_);
   // Checkpoints still waiting their turn are older than the final adapter: it supersedes them.
   while (!queue_.empty()) {
@@ -151,6 +132,27 @@ bool HubPusher::push_final(int64_t step, const std::string& adapter_dir) {
   cv_.notify_all();
   cv_.wait(lock, [&] { return final_result_.has_value() || stopping_; });
   return final_result_.value_or(false);
+}
+
+std::string HubPusher::what_of(const Job& job) {
+  return job.final ? "the final adapter" : "checkpoint " + RunFolder::checkpoint_name(job.step);
+}
+
+bool HubPusher::snapshot(const Job& job, const std::string& from) {
+  try {
+    snapshot_folder(from, job.snapshot);
+    return true;
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> g(mu_);
+    ++counts_.failed;
+    failing_ = true;
+    json ev = {{"event", "hub_push_failed"}, {"push_step", job.step}, {"repo", o_.repo_id}, {"what", what_of(job)},
+               {"message", e.what()}, {"advice", advice_for(e.what(), o_, job.final)}, {"attempt", 0}, {"will_retry", false}};
+    if (job.final) ev["severity"] = "error";
+    if (o_.event) o_.event(ev);
+    drop(job);
+    return false;
+  }
 }
 
 void HubPusher::drop(const Job& job) {
@@ -185,7 +187,7 @@ void HubPusher::thread_main() {
 }
 
 bool HubPusher::run_job(const Job& job) {
-  const std::string what = job.final ? "the final adapter" : "checkpoint " + RunFolder::checkpoint_name(job.step);
+  const std::string what = what_of(job);
   if (o_.event) o_.event({{"event", "hub_push_started"}, {"push_step", job.step}, {"repo", o_.repo_id}, {"what", what}});
   for (int attempt = 1; attempt <= o_.attempts; ++attempt) {
     const auto t0 = std::chrono::steady_clock::now();

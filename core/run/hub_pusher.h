@@ -73,6 +73,9 @@ private:
   bool run_job(const Job& job);  // every try; events
   std::string push_once(const Job& job, nlohmann::json& done);  // "" on success, else the error
   void drop(const Job& job);
+  static std::string what_of(const Job& job);  // "checkpoint step-20", "the final adapter"
+  // Snapshots `from` into job.snapshot; when that fails, an event says why and it is false.
+  bool snapshot(const Job& job, const std::string& from);
 
   HubPusherOptions o_;
   std::string staging_;  // <run>/hub-push
