@@ -50,9 +50,10 @@ def get_gamma_weights(advantages, log_ratio_per_token, mask, k_pos=2.0, lambda_p
 
 
 def compute_loss(per_token_logps, old_per_token_logps, advantages, mask, cfg, ref_per_token_logps=None,
-                 num_items_in_batch=None, gradient_accumulation_steps=1):
+                 num_items_in_batch=None, gradient_accumulation_steps=1, with_metrics=True):
     """Returns (loss, metrics). cfg: loss_type, importance_sampling_level, epsilon, epsilon_high,
-    delta (None = off), sapo_temperature_pos/neg, vespo_k/lambda_pos/neg, beta, max_completion_length."""
+    delta (None = off), sapo_temperature_pos/neg, vespo_k/lambda_pos/neg, beta, max_completion_length.
+    with_metrics=False skips the metrics (the step baseline times the loss as it always did)."""
     loss_type = cfg.get("loss_type", "dapo")
     level = cfg.get("importance_sampling_level", "token")
     epsilon_low = cfg.get("epsilon", 0.2)
@@ -134,6 +135,8 @@ def compute_loss(per_token_logps, old_per_token_logps, advantages, mask, cfg, re
         return (x * mask).sum() / completion_token_count
 
     metrics = {}
+    if not with_metrics:
+        return loss, metrics
     with torch.no_grad():
         if beta != 0.0:
             metrics["kl_ref"] = masked_batch_mean(per_token_kl).item()
