@@ -80,6 +80,12 @@ void add_bench_commands(CLI::App& app) {
   step->add_option("--lora-alpha", s->lora_alpha, "LoRA alpha");
   step->add_option("--learning-rate", s->learning_rate, "AdamW learning rate");
   step->add_option("--temperature", s->temperature, "Temperature of the log-probs");
+  step->add_option("--loss-type", s->loss_type, "TRL's loss_type: grpo, bnpo, dr_grpo, dapo, cispo, sapo, luspo or vespo");
+  step->add_option("--importance-sampling-level", s->importance_sampling_level,
+                   "token, sequence or sequence_token (default: token; sequence for luspo)");
+  step->add_option("--epsilon", s->epsilon, "Lower clipping range");
+  step->add_option("--epsilon-high", s->epsilon_high, "Upper clipping range (cispo: the ratio's cap)");
+  step->add_option("--delta", s->delta, "Two-sided clipping cap of the ratio (0: off)");
   step->add_option("--threads", s->threads, "Intra-op threads for both sides (0 = LibTorch's default)");
   step->add_option("--device", s->device, "cpu, cuda or cuda:N for both sides (fp32, TF32 off)");
   step->add_option("--iters", s->iters, "Timed steps after the checked warm-up step (median reported)");

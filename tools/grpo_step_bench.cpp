@@ -85,8 +85,8 @@ std::vector<TrainSample> make_batch(model::CausalLM& m, const GrpoStepBenchOptio
   return out;
 }
 
-json batch_json(const std::vector<TrainSample>& samples, const GrpoStepBenchOptions& o, int threads,
-                const std::string& dir) {
+json batch_json(const std::vector<TrainSample>& samples, const GrpoStepBenchOptions& o, const TrainConfig& cfg,
+                int threads, const std::string& dir) {
   json js = json::array();
   for (const auto& s : samples)
     js.push_back({{"prompt_ids", s.prompt_ids},
@@ -97,7 +97,13 @@ json batch_json(const std::vector<TrainSample>& samples, const GrpoStepBenchOpti
           {"adapter_dir", path_join(dir, "adapter")},
           {"config",
            {{"r", o.lora_r}, {"lora_alpha", o.lora_alpha}, {"learning_rate", o.learning_rate},
-            {"epsilon", o.epsilon}, {"epsilon_high", o.epsilon_high}, {"loss_type", "dapo"}, {"device", o.device},
+            {"epsilon", o.epsilon}, {"epsilon_high", o.epsilon_high}, {"loss_type", cfg.loss_type},
+            {"importance_sampling_level", cfg.importance_sampling_level},
+            {"delta", cfg.delta ? json(*cfg.delta) : json(nullptr)},
+            {"sapo_temperature_pos", cfg.sapo_temperature_pos}, {"sapo_temperature_neg", cfg.sapo_temperature_neg},
+            {"vespo_k_pos", cfg.vespo_k_pos}, {"vespo_lambda_pos", cfg.vespo_lambda_pos},
+            {"vespo_k_neg", cfg.vespo_k_neg}, {"vespo_lambda_neg", cfg.vespo_lambda_neg},
+            {"max_completion_length", cfg.max_completion_length}, {"device", o.device},
             {"temperature", o.temperature}, {"max_grad_norm", 1.0}, {"weight_decay", 0.0},
             {"adam_beta1", 0.9}, {"adam_beta2", 0.999}, {"adam_epsilon", 1e-8},
             {"per_device_train_batch_size", o.per_device_train_batch_size},
@@ -140,6 +146,20 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
             o.completion_max >= o.completion_min,
         "bench grpo-step", "need 1 <= prompt_min <= prompt_max and 1 <= completion_min <= completion_max");
   check_python(o);
+  // The loss, checked before the model is built.
+  TrainConfig cfg;
+  cfg.loss_type = o.loss_type;
+  cfg.importance_sampling_level =
+      !o.importance_sampling_level.empty() ? o.importance_sampling_level : o.loss_type == "luspo" ? "sequence" : "token";
+  if (o.delta > 0) cfg.delta = o.delta;
+  const LossType loss_type = parse_loss_type(cfg.loss_type, "--loss-type");
+  const auto level = kImportanceSamplingLevels.parse(cfg.importance_sampling_level, "--importance-sampling-level");
+  if (const char* why = refused_loss_level(loss_type, level)) throw Error("bench grpo-step", std::string("loss_type ") + o.loss_type + " with " + why);
+  check(!(loss_type == LossType::LUSPO && level != ImportanceSamplingLevel::Sequence), "bench grpo-step",
+        "luspo below the sequence level averages over padded positions, and the baseline pads differently from our rows",
+        "use --importance-sampling-level sequence (TRL's advice for luspo)");
+  // Per-micro-batch normalisers need the baseline's micro-batches on our side too.
+  const bool per_micro_batch = !(loss_type == LossType::DAPO || loss_type == LossType::CISPO || loss_type == LossType::VESPO);
   if (o.threads > 0) torch::set_num_threads(o.threads);
   const int threads = torch::get_num_threads();
   torch::manual_seed(0);
@@ -167,21 +187,11 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
   }
   auto samples = make_batch(m, o);
 
-  // Files for the baseline, written before our steps change the adapter.
-  std::string tmpl = (std::filesystem::temp_directory_path() / "grpo-bench-step-XXXXXX").string();
-  check(mkdtemp(tmpl.data()) != nullptr, tmpl, "cannot create a temporary folder");
-  const std::string dir = tmpl;
-  model::save_pretrained(*m, path_join(dir, "model"), torch::kFloat32);
-  model::save_adapter(*m, path_join(dir, "adapter"));
-  write_file_atomic(path_join(dir, "batch.json"), batch_json(samples, o, threads, dir).dump());
-
-  TrainConfig cfg;
-  cfg.loss_type = "dapo";
   cfg.learning_rate = o.learning_rate;
   cfg.epsilon = o.epsilon;
   cfg.epsilon_high = o.epsilon_high;
   cfg.temperature = o.temperature;
-  cfg.token_budget = o.token_budget;
+  cfg.token_budget = per_micro_batch ? 0 : o.token_budget;
   cfg.per_device_train_batch_size = o.per_device_train_batch_size;
   cfg.max_grad_norm = 1.0;
   cfg.max_steps = 1000;
@@ -195,6 +205,15 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
   }
   if (cfg.token_budget > 0) cfg.token_budget = std::max(cfg.token_budget, longest);
   cfg.max_completion_length = o.completion_max;
+
+  // Files for the baseline, written before our steps change the adapter.
+  std::string tmpl = (std::filesystem::temp_directory_path() / "grpo-bench-step-XXXXXX").string();
+  check(mkdtemp(tmpl.data()) != nullptr, tmpl, "cannot create a temporary folder");
+  const std::string dir = tmpl;
+  model::save_pretrained(*m, path_join(dir, "model"), torch::kFloat32);
+  model::save_adapter(*m, path_join(dir, "adapter"));
+  write_file_atomic(path_join(dir, "batch.json"), batch_json(samples, o, cfg, threads, dir).dump());
+
   GrpoTrainer trainer(m, cfg);
   const RowLayout layout = o.row_layout == "separate" ? RowLayout::Separate
                            : o.row_layout == "padded" ? RowLayout::Padded
@@ -251,6 +270,8 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
       {"tokens", tokens},
       {"completion_tokens", completion_tokens},
       {"python_padded_tokens", py.value("padded_tokens", 0)},
+      {"loss_type", cfg.loss_type},
+      {"importance_sampling_level", cfg.importance_sampling_level},
       {"token_budget", cfg.token_budget},
       {"rows", rows},
       {"row_layout", o.row_layout},

@@ -1,5 +1,5 @@
-// `grpo bench grpo-step`: one GRPO optimizer step (forward + backward over a ragged batch, DAPO
-// loss, AdamW on the LoRA parameters) with our GrpoTrainer, against the same step written in
+// `grpo bench grpo-step`: one GRPO optimizer step (forward + backward over a ragged batch, any of
+// TRL's loss types, AdamW on the LoRA parameters) with our GrpoTrainer, against the same step written in
 // Python with PyTorch eager as TRL's GRPOTrainer runs it (tests/bench/grpo_step_baseline.py:
 // padded micro-batches of per_device_train_batch_size, full logits, selective_log_softmax,
 // torch.optim.AdamW), on the same model, adapter and batch, in the same run.
@@ -8,6 +8,12 @@
 // layout; lora_B is drawn N(0, 0.02) instead of zeros so every factor gets a gradient) and the
 // batch (prompt ids, completion ids, behaviour log-probs, advantages, config) to a temporary
 // folder, runs `<python> <script> <folder>` and reads the last JSON line it prints.
+//
+// Loss types that normalise each micro-batch on its own (grpo, bnpo, dr_grpo, sapo, luspo) give
+// the same loss only over the same micro-batches, so for them our side trains on the baseline's
+// fixed-count micro-batches (token_budget 0, per_device_train_batch_size); dapo, cispo and vespo
+// divide by the whole step's tokens and keep our packed rows. The Python side takes its loss from
+// tests/grpo/loss_reference.py, the reference the loss tests compare grpo_loss with.
 //
 // Correctness in the same run: the first step's loss and pre-clipping grad_norm of both sides
 // must agree (loss to loss_rtol relative, grad_norm to 10x that), as must the loss of every later
@@ -35,6 +41,9 @@ struct GrpoStepBenchOptions {
   double lora_alpha = 32;
   double learning_rate = 1e-5;
   double epsilon = 0.2, epsilon_high = 0.28;
+  std::string loss_type = "dapo";           // any of TRL's (kLossTypes)
+  std::string importance_sampling_level;    // "" = token, or sequence for luspo (TRL's advice)
+  double delta = 0;                         // > 0: two-sided clipping
   double temperature = 0.9;
   int threads = 0;             // intra-op threads for both sides; 0 = LibTorch's default
   std::string device = "cpu";  // "cpu" | "cuda": both sides, fp32 (TF32 off), so they stay comparable
@@ -47,7 +56,8 @@ struct GrpoStepBenchOptions {
 
 // Keys: tok_s, python_tok_s, speedup, step_s, python_step_s, loss, python_loss, loss_abs_diff,
 // loss_rel_diff, grad_norm, python_grad_norm, losses, python_losses, samples, tokens (real
-// prompt+completion tokens per step), completion_tokens, python_padded_tokens, rows,
+// prompt+completion tokens per step), completion_tokens, python_padded_tokens, rows, loss_type,
+// importance_sampling_level, token_budget (ours, 0 when the loss type needs fixed-count micro-batches),
 // row_layout, forward_calls (ours, per step), model,
 // params, lora_params, threads, torch_version (Python's).
 nlohmann::json bench_grpo_step(const GrpoStepBenchOptions& options);

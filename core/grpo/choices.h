@@ -1,5 +1,6 @@
-// The closed sets of values a config key may take (loss_type, scale_rewards, lr_scheduler_type,
-// SFT's save_format and save_dtype), each listed once as an enumeration and its names. The key
+// The closed sets of values a config key may take (loss_type, importance_sampling_level,
+// scale_rewards, lr_scheduler_type, SFT's save_format and save_dtype), each listed once as an
+// enumeration and its names. The key
 // table's row takes its allowed values from here (one_of(kLossTypes.names())), and the code that
 // acts on a value parses it with the same table, so a choice is never listed twice
 // (docs/ARCHITECTURE.md, "The config"). No torch, no Qt.
@@ -54,11 +55,43 @@ struct Choices {
   }
 };
 
-// GRPO's token-loss normalisation (docs/formulas.md, "Loss aggregation").
-enum class LossType { GRPO, BNPO, DrGRPO, DAPO };
-inline constexpr Choices<LossType, 4> kLossTypes{
-    "loss_type",
-    {{{LossType::GRPO, "grpo"}, {LossType::BNPO, "bnpo"}, {LossType::DrGRPO, "dr_grpo"}, {LossType::DAPO, "dapo"}}}};
+// GRPO's policy loss and its normalisation, TRL's loss_type (docs/formulas.md, "Clipped
+// surrogate" through "Loss aggregation").
+enum class LossType { GRPO, BNPO, DrGRPO, DAPO, CISPO, SAPO, LUSPO, VESPO };
+inline constexpr Choices<LossType, 8> kLossTypes{"loss_type",
+                                                {{{LossType::GRPO, "grpo"},
+                                                  {LossType::BNPO, "bnpo"},
+                                                  {LossType::DrGRPO, "dr_grpo"},
+                                                  {LossType::DAPO, "dapo"},
+                                                  {LossType::CISPO, "cispo"},
+                                                  {LossType::SAPO, "sapo"},
+                                                  {LossType::LUSPO, "luspo"},
+                                                  {LossType::VESPO, "vespo"}}}};
+
+// What the importance ratio is taken over, TRL's importance_sampling_level (docs/formulas.md,
+// "Importance ratio"): each token, the length-normalised sequence (GSPO), or GSPO-token (the
+// sequence ratio's value with each token's own gradient).
+enum class ImportanceSamplingLevel { Token, Sequence, SequenceToken };
+inline constexpr Choices<ImportanceSamplingLevel, 3> kImportanceSamplingLevels{
+    "importance_sampling_level",
+    {{{ImportanceSamplingLevel::Token, "token"},
+      {ImportanceSamplingLevel::Sequence, "sequence"},
+      {ImportanceSamplingLevel::SequenceToken, "sequence_token"}}}};
+
+// The loss_type x importance_sampling_level pairs TRL refuses, with its reason; nullptr where TRL
+// accepts the pair. TRL's GRPOTrainer has token and sequence levels for every loss; GSPO-token
+// lives in its experimental GSPO-token trainer, whose loss knows grpo, bnpo, dr_grpo and dapo only
+// and raises "Unknown loss type" for the others.
+inline const char* refused_loss_level(LossType t, ImportanceSamplingLevel l) {
+  if (l != ImportanceSamplingLevel::SequenceToken) return nullptr;
+  switch (t) {
+    case LossType::GRPO: case LossType::BNPO: case LossType::DrGRPO: case LossType::DAPO: return nullptr;
+    default:
+      return "importance_sampling_level \"sequence_token\" (GSPO-token) takes loss_type grpo, bnpo, dr_grpo or dapo "
+             "only: TRL has it only in its experimental GSPO-token trainer, whose loss refuses every other loss_type "
+             "(\"Unknown loss type\")";
+  }
+}
 
 // What advantages are divided by (docs/formulas.md, "Group advantages").
 enum class ScaleRewards { Group, Batch, None };

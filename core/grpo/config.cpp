@@ -71,11 +71,19 @@ const ConfigTable<TrainConfig>& table() {
         {"adam_beta2", &T::adam_beta2, right_open(0, 1), "AdamW's second-moment decay."},
         {"adam_epsilon", &T::adam_epsilon, left_open(0, 1), "AdamW's denominator epsilon."}}},
       {"GRPO loss",
-       {{"loss_type", &T::loss_type, one_of(kLossTypes.names()), "Token-loss normalisation: grpo (per sequence), bnpo (per batch), dr_grpo (constant), dapo (per token, global batch).", kForm},
+       {{"loss_type", &T::loss_type, one_of(kLossTypes.names()), "Policy loss (TRL's): grpo (per sequence), bnpo (per batch), dr_grpo (constant), dapo (per token, global batch) clip the ratio; cispo clips the ratio as a stopped weight on log-probs; sapo gates it softly; luspo weighs each sequence by its length (with importance_sampling_level sequence); vespo weighs log-probs by a gamma function of the sequence ratio.", kForm},
         {"scale_rewards", &T::scale_rewards, one_of(kScaleRewards.names()), "Advantage scaling: divide by the group's reward std, the batch's, or not at all.", kForm},
         {"epsilon", &T::epsilon, left_open(0, 1), "Lower clipping range of the importance ratio (1 - epsilon).", kLive | kForm},
-        {"epsilon_high", &T::epsilon_high, left_open(0, 10), "Upper clipping range (1 + epsilon_high; null = epsilon); DAPO's clip-higher uses 0.28.", kLive | kForm},
+        {"epsilon_high", &T::epsilon_high, left_open(0, 10), "Upper clipping range (1 + epsilon_high; null = epsilon); DAPO's clip-higher uses 0.28. With cispo, the cap of the ratio itself (TRL suggests 5).", kLive | kForm},
         {"beta", &T::beta, closed(0, 100), "KL coefficient against the base model; 0 skips the reference model.", kLive | kForm},
+        {"importance_sampling_level", &T::importance_sampling_level, one_of(kImportanceSamplingLevels.names()), "The ratio per token, per sequence (GSPO: the mean log-ratio of its tokens, clipped as one), or sequence_token (GSPO-token: the sequence's ratio, each token's own gradient; grpo, bnpo, dr_grpo and dapo only)."},
+        {"delta", &T::delta, above(0), "Two-sided clipping (INTELLECT-2): the unclipped ratio is also capped at delta (null = off); grpo, bnpo, dr_grpo, dapo and luspo; best above 1 + epsilon_high.", kLive},
+        {"sapo_temperature_pos", &T::sapo_temperature_pos, left_open(0, 1000), "sapo: temperature of the soft gate on tokens with a positive advantage.", kLive},
+        {"sapo_temperature_neg", &T::sapo_temperature_neg, left_open(0, 1000), "sapo: temperature of the soft gate on tokens with a zero or negative advantage.", kLive},
+        {"vespo_k_pos", &T::vespo_k_pos, closed(0, 1000), "vespo: exponent k of the gamma weight e^lambda w^k e^(-lambda w) for advantages >= 0.", kLive},
+        {"vespo_lambda_pos", &T::vespo_lambda_pos, closed(0, 1000), "vespo: decay lambda of the gamma weight for advantages >= 0 (below 1e-4 counts as 1e-4).", kLive},
+        {"vespo_k_neg", &T::vespo_k_neg, closed(0, 1000), "vespo: exponent k of the gamma weight for negative advantages.", kLive},
+        {"vespo_lambda_neg", &T::vespo_lambda_neg, closed(0, 1000), "vespo: decay lambda of the gamma weight for negative advantages (below 1e-4 counts as 1e-4).", kLive},
         {"mask_truncated_completions", &T::mask_truncated_completions, {}, "Leave completions cut off at max_completion_length out of the loss."},
         {"token_budget", &T::token_budget, closed(0, shared_range::kMaxTokenBudget), "Tokens per packed training row (padding-free); 0 pads micro-batches instead.", kForm},
         {"gradient_checkpointing", &T::gradient_checkpointing, {}, "Recompute activations in backward: less memory, more time.", kForm}}},
@@ -243,6 +251,10 @@ void TrainConfig::apply(const json& j, const std::string& source) {
 }
 
 void TrainConfig::validate(const std::string& source) const {
+  if (const char* why = refused_loss_level(kLossTypes.parse(loss_type, source),
+                                           kImportanceSamplingLevels.parse(importance_sampling_level, source)))
+    throw Error(source, std::string("loss_type \"") + loss_type + "\" with " + why,
+                "use importance_sampling_level \"sequence\" (GSPO), or one of those loss types");
   check(!model_name_or_path.empty(), source, "key \"model_name_or_path\" is missing",
         "set it to a Hugging Face model directory or a Hub repo id (grpo download REPO_ID)");
   check(!model_revision.empty(), source, "key \"model_revision\" is empty", "use \"main\", a tag or a commit hash");

@@ -67,6 +67,14 @@ struct TrainConfig {
   double epsilon = 0.2;
   std::optional<double> epsilon_high;  // None = epsilon
   double beta = 0.0;
+  // TRL's other policy losses and off-policy knobs (docs/formulas.md, "Importance ratio" and
+  // "Clipped surrogate"); names and defaults as TRL's GRPOConfig.
+  std::string importance_sampling_level = "token";  // token | sequence (GSPO) | sequence_token
+  std::optional<double> delta;         // two-sided clipping: the ratio's upper cap (None = off)
+  double sapo_temperature_pos = 1.0;   // sapo: gate temperature where A > 0
+  double sapo_temperature_neg = 1.05;  // sapo: where A <= 0
+  double vespo_k_pos = 2.0, vespo_lambda_pos = 3.0;  // vespo: gamma weight where A >= 0
+  double vespo_k_neg = 3.0, vespo_lambda_neg = 2.0;  // vespo: where A < 0
   bool mask_truncated_completions = false;
   int64_t token_budget = 0;            // > 0: padding-free packed rows of this many tokens
   bool gradient_checkpointing = false;

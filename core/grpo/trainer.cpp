@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "core/common/error.h"
+#include "core/common/log.h"
 #include "core/common/timing.h"
 #include "core/grpo/packing.h"
 
@@ -17,12 +18,29 @@ namespace {
 LossConfig loss_config(const TrainConfig& c, int64_t micro_batches) {
   LossConfig l;
   l.type = parse_loss_type(c.loss_type, "loss_type");
+  l.level = kImportanceSamplingLevels.parse(c.importance_sampling_level, "importance_sampling_level");
   l.epsilon_low = c.epsilon;
   l.epsilon_high = c.epsilon_high_value();
+  l.delta = c.delta.value_or(0.0);
+  l.sapo_temperature_pos = c.sapo_temperature_pos;
+  l.sapo_temperature_neg = c.sapo_temperature_neg;
+  l.vespo_k_pos = c.vespo_k_pos;
+  l.vespo_lambda_pos = c.vespo_lambda_pos;
+  l.vespo_k_neg = c.vespo_k_neg;
+  l.vespo_lambda_neg = c.vespo_lambda_neg;
   l.beta = c.beta;
   l.max_completion_length = c.max_completion_length;
   l.gradient_accumulation_steps = micro_batches;
   return l;
+}
+
+// The pairs TRL's GRPOTrainer warns about (and trains anyway), with its words.
+void warn_loss_level(const TrainConfig& c) {
+  if (c.loss_type == "luspo" && c.importance_sampling_level != "sequence")
+    log_warn("When using 'luspo' loss, importance_sampling_level should be set to 'sequence' to mirror the paper's setup.");
+  if (c.loss_type == "vespo" && c.importance_sampling_level != "token")
+    log_warn("VESPO computes sequence-level importance weights internally. importance_sampling_level should be set to "
+             "'token' (the default).");
 }
 
 // One micro-batch, laid out for the forward as blocks of packed sub-rows: the samples'
@@ -200,6 +218,7 @@ GrpoTrainer::GrpoTrainer(model::CausalLM model, SharedConfig config) : model_(st
   optimizer_ = std::make_unique<Optimizer>(model_->lora_parameters(), optimizer_config(*config_, config_->max_steps));
   model_->set_gradient_checkpointing(config_->gradient_checkpointing);
   flops_ = model::count_flops(*model_);
+  warn_loss_level(*config_);
 }
 
 void GrpoTrainer::retune(const TrainConfig& config) { retune(std::make_shared<const TrainConfig>(config)); }
@@ -265,6 +284,9 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   std::map<std::string, double> sums;  // token-weighted sums of per-micro-batch metrics
   double tokens_total = 0, entropy_sum = 0, loss_sum = 0, forwarded = 0, calls = 0;
   double low_min = 1.0, high_max = 0.0, ratio_min = 1e300, ratio_max = -1e300;
+  // Only the clipped losses log clip_ratio/* (TRL).
+  const bool clip_metrics = lc.type == LossType::GRPO || lc.type == LossType::BNPO || lc.type == LossType::DrGRPO ||
+                            lc.type == LossType::DAPO || lc.type == LossType::LUSPO;
   for (const auto& members : batches.rows) {
     PackedRow r = build_row(samples, members, layout, attention_weight, call_tokens);
     if (r.targets.numel() == 0) continue;
@@ -326,8 +348,10 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   }
 
   for (const auto& [k, v] : sums) metrics[k] = tokens_total > 0 ? v / tokens_total : 0.0;
-  metrics["clip_ratio/low_min"] = tokens_total > 0 ? low_min : 0.0;
-  metrics["clip_ratio/high_max"] = high_max;
+  if (clip_metrics) {
+    metrics["clip_ratio/low_min"] = tokens_total > 0 ? low_min : 0.0;
+    metrics["clip_ratio/high_max"] = high_max;
+  }
   metrics["ratio_min"] = tokens_total > 0 ? ratio_min : 1.0;
   metrics["ratio_max"] = tokens_total > 0 ? ratio_max : 1.0;
   metrics["loss"] = loss_sum;  // the accumulated objective of this step

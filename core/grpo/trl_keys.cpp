@@ -125,8 +125,7 @@ const std::vector<TrlKey>& trl_key_table() {
       {"vllm_importance_sampling_clip_max", Kind::Ignore, "no separate importance-sampling correction (see vllm_importance_sampling_correction)", {}},
       {"vllm_importance_sampling_clip_min", Kind::Ignore, "no separate importance-sampling correction (see vllm_importance_sampling_correction)", {}},
       {"num_iterations", Kind::Neutral, "one optimizer pass over each batch (mu = 1)", {1}},
-      {"delta", Kind::Neutral, "the two-sided (INTELLECT-2) clip is not supported", {}},
-      {"importance_sampling_level", Kind::Neutral, "ratios are per token (sequence-level GSPO is not supported)", {"token"}},
+      // (delta, importance_sampling_level, sapo_temperature_*, vespo_*: keys of the key table)
       {"multi_objective_aggregation", Kind::Neutral, "rewards are summed with reward_weights, then normalized", {"sum_then_normalize"}},
       {"off_policy_mask_threshold", Kind::Neutral, "off-policy masking is not supported", {}},
       {"use_bias_correction_kl", Kind::Neutral, "the bias-corrected KL is not supported", {false}},

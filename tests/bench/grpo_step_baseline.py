@@ -5,8 +5,10 @@
 # + padding mask, "eager" attention as transformers writes it, SwiGLU, tied/untied head), PEFT
 # LoRA linears, TRL's padded batch (prompts left-padded, completions right-padded to the batch's
 # longest), micro-batches of per_device_train_batch_size, logits_to_keep, full logits / temperature,
-# selective_log_softmax, the entropy metric, the DAPO loss normalised by the accumulated batch's
-# completion tokens, backward per micro-batch, clip_grad_norm_ and torch.optim.AdamW.
+# selective_log_softmax, the entropy metric, the loss of the batch's loss_type (TRL's
+# _compute_loss, from tests/grpo/loss_reference.py: dapo, cispo and vespo normalised by the
+# accumulated batch's completion tokens, the others per micro-batch and divided by the number of
+# micro-batches), backward per micro-batch, clip_grad_norm_ and torch.optim.AdamW.
 #
 # One deliberate difference from TRL: position ids come from the attention mask (cumsum - 1),
 # as transformers' generate() makes them, rather than arange(T) over the left padding; this is
@@ -25,6 +27,10 @@ import time
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "grpo"))
+from loss_reference import compute_loss  # noqa: E402  (TRL's loss, shared with the loss tests)
 
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64}
 
@@ -238,7 +244,9 @@ def main():
     num_items_in_batch = completion_mask.sum().item()  # dapo: the accumulated batch's tokens
     mb = c["per_device_train_batch_size"]
     temperature = c["temperature"]
-    eps_low, eps_high = c["epsilon"], c["epsilon_high"]
+    loss_cfg = dict(c, loss_type=c.get("loss_type", "dapo"), importance_sampling_level=c.get("importance_sampling_level", "token"),
+                    beta=0.0)
+    accumulation_steps = (n + mb - 1) // mb  # TRL's current_gradient_accumulation_steps
 
     def step():
         total = 0.0
@@ -250,11 +258,9 @@ def main():
             with torch.no_grad():
                 entropies = entropy_from_logits(logits)  # the entropy metric TRL logs
             mask = completion_mask[sl].float()
-            coef_1 = torch.exp(logps - old[sl])
-            coef_2 = torch.clamp(coef_1, 1 - eps_low, 1 + eps_high)
-            adv = advantages[sl].unsqueeze(1)
-            per_token_loss = -torch.min(coef_1 * adv, coef_2 * adv)
-            loss = (per_token_loss * mask).sum() / num_items_in_batch
+            loss, _ = compute_loss(logps, old[sl], advantages[sl], mask, loss_cfg,
+                                   num_items_in_batch=num_items_in_batch,
+                                   gradient_accumulation_steps=accumulation_steps, with_metrics=False)
             loss.backward()
             total += loss.item()
             _ = (entropies * mask).sum().item()

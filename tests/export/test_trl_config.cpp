@@ -209,6 +209,32 @@ private Q_SLOTS:
     QCOMPARE(t.config["hub_strategy"], json("checkpoint"));
   }
 
+  void trl_policy_losses_and_levels_load() {
+    // TRL's other losses, GSPO and the two-sided clip are our keys under TRL's names and defaults.
+    TrainConfig c;
+    QCOMPARE(c.importance_sampling_level, std::string("token"));
+    QVERIFY(!c.delta.has_value());
+    QCOMPARE(c.sapo_temperature_pos, 1.0);
+    QCOMPARE(c.sapo_temperature_neg, 1.05);
+    QCOMPARE(c.vespo_k_pos, 2.0);
+    QCOMPARE(c.vespo_lambda_pos, 3.0);
+    QCOMPARE(c.vespo_k_neg, 3.0);
+    QCOMPARE(c.vespo_lambda_neg, 2.0);
+    c.apply(json::parse(R"({"loss_type": "sapo", "sapo_temperature_neg": 1.2, "importance_sampling_level": "sequence",
+                            "delta": 1.4, "vespo_k_pos": 1.5})"), "grpo_config.json");
+    QCOMPARE(c.loss_type, std::string("sapo"));
+    QCOMPARE(c.sapo_temperature_neg, 1.2);
+    QCOMPARE(c.importance_sampling_level, std::string("sequence"));
+    QCOMPARE(c.delta.value_or(0), 1.4);
+    QCOMPARE(c.vespo_k_pos, 1.5);
+    QVERIFY(translate(json{{"delta", 1.4}}).ignored.empty());
+    for (const char* k : {"loss_type", "importance_sampling_level", "delta", "sapo_temperature_pos", "vespo_lambda_neg"})
+      QVERIFY2(grpo::grpo::is_retunable(k) == (std::string(k) != "loss_type" && std::string(k) != "importance_sampling_level"), k);
+    CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"importance_sampling_level", "sentence"}}, "run.yaml"); }),
+                         "importance_sampling_level", "sequence_token");
+    CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"sapo_temperature_pos", 0}}, "run.yaml"); }), "sapo_temperature_pos");
+  }
+
   void peft_adapter_config_loads() {
     // adapter_config.json as PeftModel.save_pretrained writes it, newer keys included
     // (docs/formats.md, "adapter_config.json as read").
@@ -306,8 +332,8 @@ private Q_SLOTS:
     CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"learning_rte", 1e-5}}, "run.yaml"); }),
                          "did you mean \"learning_rate\"?");
     // A TRL value error still names the key and the allowed values.
-    CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"loss_type", "sapo"}}, "run.yaml"); }), "loss_type", "\"sapo\"",
-                         "one of");
+    CHECK_ERROR_CONTAINS(error_of([&] { c.apply({{"loss_type", "ppo"}}, "run.yaml"); }), "loss_type", "\"ppo\"",
+                         "one of", "vespo");
   }
 
   void the_table_has_no_duplicates() {

@@ -67,7 +67,10 @@ private Q_SLOTS:
     QVERIFY(lr && lr->retunable && lr->group == "optimisation");
     QCOMPARE(lr->default_value.get<double>(), 1e-5);
     QCOMPARE(lr->range_text(), std::string("(0, 1]"));
-    QCOMPARE(grpo::grpo::config_key_range("loss_type"), std::string("one of \"grpo\", \"bnpo\", \"dr_grpo\", \"dapo\""));
+    QCOMPARE(grpo::grpo::config_key_range("loss_type"),
+             std::string("one of \"grpo\", \"bnpo\", \"dr_grpo\", \"dapo\", \"cispo\", \"sapo\", \"luspo\", \"vespo\""));
+    QCOMPARE(grpo::grpo::config_key_range("importance_sampling_level"),
+             std::string("one of \"token\", \"sequence\", \"sequence_token\""));
     QCOMPARE(grpo::grpo::config_key_range("model_name_or_path"), std::string());
     QCOMPARE(grpo::grpo::config_key_range("no_such_key"), std::string());
     QVERIFY(!grpo::grpo::is_retunable("r"));
@@ -158,9 +161,9 @@ private Q_SLOTS:
     const auto& schema = grpo::grpo::train_config_schema();
     auto choices_of = [&](const char* key) { return grpo::grpo::find_config_key(schema, key)->range.choices; };
     const std::vector<std::string> losses = choices_of("loss_type");
-    QCOMPARE(losses, (std::vector<std::string>{"grpo", "bnpo", "dr_grpo", "dapo"}));  // TRL's four
+    QCOMPARE(losses, (std::vector<std::string>{"grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo"}));  // TRL's eight
     for (const auto& name : losses) QCOMPARE(std::string(grpo::grpo::to_string(grpo::grpo::parse_loss_type(name, "t"))), name);
-    QVERIFY(error_of([] { grpo::grpo::parse_loss_type("ppo", "cfg.yaml"); }).find("cfg.yaml: loss_type 'ppo' is not one of grpo, bnpo, dr_grpo, dapo") != std::string::npos);
+    QVERIFY(error_of([] { grpo::grpo::parse_loss_type("ppo", "cfg.yaml"); }).find("cfg.yaml: loss_type 'ppo' is not one of grpo, bnpo, dr_grpo, dapo, cispo, sapo, luspo, vespo") != std::string::npos);
     for (const auto& name : choices_of("scale_rewards"))
       QCOMPARE(std::string(grpo::grpo::to_string(grpo::grpo::parse_scale_rewards(name, "t"))), name);
     // TRL's boolean spellings are read, never offered or written.

@@ -1,6 +1,7 @@
 // `grpo bench grpo-step` on the tiny generated model, for correctness only: our trainer's step
 // and the PyTorch-eager baseline (tests/bench/grpo_step_baseline.py, TRL's math) give the same
-// loss and grad_norm on the same model, adapter and ragged batch, and the JSON carries its keys.
+// loss and grad_norm on the same model, adapter and ragged batch for every loss type of TRL's
+// (and GSPO, GSPO-token, the two-sided clip), and the JSON carries its keys.
 // No timing assertions (speed lives in BENCHMARKS.md). Skipped only when /usr/bin/python3 or its
 // torch is missing.
 #include "tests/common/test_paths.h"
@@ -50,15 +51,28 @@ class TestGrpoStepBench : public QObject {
 private Q_SLOTS:
   void oursAndPythonAgree_data() {
     QTest::addColumn<qint64>("token_budget");
-    QTest::newRow("packed rows") << qint64(48);
-    QTest::newRow("fixed-count micro-batches") << qint64(0);
+    QTest::addColumn<QString>("loss_type");
+    QTest::addColumn<QString>("level");
+    QTest::newRow("packed rows") << qint64(48) << "dapo" << "";
+    QTest::newRow("fixed-count micro-batches") << qint64(0) << "dapo" << "";
+    // Every other loss type of TRL's, and GSPO; the per-micro-batch ones on the baseline's micro-batches.
+    for (const char* t : {"grpo", "bnpo", "dr_grpo", "cispo", "sapo", "luspo", "vespo"})
+      QTest::newRow(t) << qint64(48) << t << "";
+    QTest::newRow("dapo, GSPO") << qint64(48) << "dapo" << "sequence";
+    QTest::newRow("grpo, GSPO-token") << qint64(48) << "grpo" << "sequence_token";
   }
 
   void oursAndPythonAgree() {
     if (!python_has_torch()) QSKIP("/usr/bin/python3 with torch is missing (apt install python3-torch)");
     QFETCH(qint64, token_budget);
+    QFETCH(QString, loss_type);
+    QFETCH(QString, level);
     auto o = tiny_options();
     o.token_budget = token_budget;
+    o.loss_type = loss_type.toStdString();
+    o.importance_sampling_level = level.toStdString();
+    if (o.loss_type == "cispo") o.epsilon_high = 1.05;  // some tokens above the cap
+    if (o.loss_type == "dapo" && level.isEmpty()) o.delta = 1.1;  // the two-sided cap is used too
     nlohmann::json r = grpo::grpo::bench_grpo_step(o);  // throws on a mismatch
     qInfo("%s", r.dump().c_str());
     for (const char* key : {"tok_s", "python_tok_s", "speedup", "step_s", "python_step_s", "samples", "tokens",
@@ -67,6 +81,7 @@ private Q_SLOTS:
     for (const char* key : {"loss", "python_loss", "loss_abs_diff", "loss_rel_diff"})
       QVERIFY2(r.contains(key) && r[key].is_number(), key);
     QCOMPARE(r["samples"].get<int64_t>(), int64_t(9));
+    QCOMPARE(r["loss_type"].get<std::string>(), o.loss_type);
     const double loss = r["loss"].get<double>(), py = r["python_loss"].get<double>();
     QVERIFY2(std::fabs(loss - py) <= 1e-4 * std::max(1e-3, std::fabs(loss)),
              qPrintable(QString("ours %1, Python %2").arg(loss, 0, 'g', 10).arg(py, 0, 'g', 10)));
@@ -74,6 +89,16 @@ private Q_SLOTS:
     QCOMPARE(r["python_losses"].size(), size_t(3));
     // The steps changed the adapter: later losses differ from the first.
     QVERIFY(r["losses"][2].get<double>() != r["losses"][0].get<double>());
+  }
+
+  void refusedLossesAreErrors() {
+    auto o = tiny_options();
+    o.loss_type = "sapo";
+    o.importance_sampling_level = "sequence_token";
+    QVERIFY_THROWS_EXCEPTION(grpo::Error, grpo::grpo::bench_grpo_step(o));
+    o.loss_type = "ppo";
+    o.importance_sampling_level = "";
+    QVERIFY_THROWS_EXCEPTION(grpo::Error, grpo::grpo::bench_grpo_step(o));
   }
 
   void brokenBaselineIsAnError() {
