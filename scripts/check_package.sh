@@ -33,8 +33,15 @@ echo "package: $deb ($(du -h "$deb" | cut -f1))"
 
 depends="$(dpkg-deb -f "$deb" Depends)"
 echo "Depends: $depends"
-for dep in libtorch1.13 libyaml-cpp0.7 libqt6core6 libqt6network6; do
-  grep -q "$dep" <<<"$depends" || fail "Depends lacks $dep"
+# The packages of the libraries grpo links on this machine, as dpkg knows them: libtorch1.13 and
+# libqt6core6 on Debian 12, libtorch2.6 and libqt6core6t64 on Debian 13 (a name written here once
+# failed the check on Debian 13).
+for lib in libtorch.so libyaml-cpp.so libQt6Core.so libQt6Network.so; do
+  path="$(ldd "$BUILD/app/grpo" | awk -v l="$lib" 'index($1, l) == 1 { print $3; exit }')"
+  [ -n "$path" ] || fail "$BUILD/app/grpo does not link $lib"
+  pkg="$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -n1 | cut -d: -f1)"
+  [ -n "$pkg" ] || fail "no installed package owns $(readlink -f "$path") ($lib)"
+  grep -qw -- "$pkg" <<<"$depends" || fail "Depends lacks $pkg (the package of $lib, which grpo links)"
 done
 
 root="$(mktemp -d)"
