@@ -10,6 +10,7 @@
 #include "core/common/error.h"
 #include "core/common/strings.h"
 #include "core/grpo/config.h"
+#include "core/io/hf_config.h"
 
 namespace grpo::grpo {
 namespace {
@@ -45,15 +46,21 @@ const char* kNoRef = "with beta > 0 the reference is the base model without the 
 const char* kTurns = "rollouts are single-turn completions";
 
 const std::vector<TrlKey>& trl_key_table() {
+  // Said from the loader's own list, so the note cannot fall behind a new architecture.
+  static const std::string kRemoteCode = "the built-in architectures (" + join(io::supported_model_types(), ", ") +
+                                         ") are loaded from their safetensors; no remote code runs";
+  static const std::string kModulesToSave =
+      "a new adapter trains LoRA matrices only, no modules_to_save (full copies of lm_head / embed_tokens, which vLLM "
+      "refuses); an imported PEFT adapter that has them is read with them";
   static const std::vector<TrlKey> t = {
       // ---- TRL ModelConfig / ScriptArguments (trl <cmd> --config x.yaml) ----
       // (lora_r, lora_target_modules, request_timeout: aliases in the key table of config.cpp)
-      {"lora_modules_to_save", Kind::Neutral, "modules_to_save (full copies of modules) is not supported; vLLM rejects it too", {json::array()}},
+      {"lora_modules_to_save", Kind::Neutral, kModulesToSave.c_str(), {json::array()}},
       {"lora_task_type", Kind::Neutral, "only causal LM adapters are trained", {"CAUSAL_LM"}},
       {"use_peft", Kind::Neutral, "training is always LoRA (use_peft: false, full fine-tuning, is not supported)", {true}},
       {"torch_dtype", Kind::Ignore, kPrecision, {}},
       {"dtype", Kind::Ignore, kPrecision, {}},
-      {"trust_remote_code", Kind::Ignore, "only the built-in llama/qwen2/qwen3 architectures are loaded; no remote code runs", {}},
+      {"trust_remote_code", Kind::Ignore, kRemoteCode.c_str(), {}},
       {"attn_implementation", Kind::Ignore, "attention is the engine's own (packed, padding-free on CPU)", {}},
       {"load_in_8bit", Kind::Neutral, "quantized (bitsandbytes) base models are not supported", {false}},
       {"load_in_4bit", Kind::Neutral, "quantized (bitsandbytes) base models are not supported", {false}},
@@ -70,7 +77,7 @@ const std::vector<TrlKey>& trl_key_table() {
       {"inference_mode", Kind::Ignore, "the adapter is trainable during a run and saved with inference_mode true", {}},
       {"bias", Kind::Neutral, "trained biases are not supported (vLLM requires bias \"none\")", {"none"}},
       {"use_dora", Kind::Neutral, "DoRA is not supported (vLLM rejects it too)", {false}},
-      {"modules_to_save", Kind::Neutral, "modules_to_save (full copies of modules) is not supported; vLLM rejects it too", {json::array()}},
+      {"modules_to_save", Kind::Neutral, kModulesToSave.c_str(), {json::array()}},
       {"fan_in_fan_out", Kind::Neutral, "Conv1D (GPT-2 style) layers are not supported", {false}},
       {"init_lora_weights", Kind::Neutral, "A is Kaiming-uniform and B zero (PEFT's default, the only init vLLM accepts)", {true}},
       {"layers_to_transform", Kind::Neutral, "every layer is adapted", {json::array()}},

@@ -37,6 +37,8 @@ std::vector<MetricSpec> training_metrics() {
       m("clip_ratio/region_mean", "fraction", "loss", "Tokens clipped either way."),
       m("clip_ratio/low_min", "fraction", "loss", "Smallest per-completion low-clip fraction."),
       m("clip_ratio/high_max", "fraction", "loss", "Largest per-completion high-clip fraction."),
+      m("cispo_clip_ratio", "fraction", "loss", "cispo: tokens whose ratio passed 1 + epsilon_high with a positive advantage (their weight is capped)."),
+      m("vespo/phi_seq_mean", "", "loss", "vespo: mean of the per-sequence weight phi."),
       // optimizer
       m("grad_norm", "", "optimizer", "Global L2 norm of the LoRA gradients before clipping."),
       m("learning_rate", "", "optimizer", "The learning rate the step used."),
