@@ -37,9 +37,11 @@ echo "Depends: $depends"
 # libqt6core6 on Debian 12, libtorch2.6 and libqt6core6t64 on Debian 13 (a name written here once
 # failed the check on Debian 13).
 for lib in libtorch.so libyaml-cpp.so libQt6Core.so libQt6Network.so; do
-  path="$(ldd "$BUILD/app/grpo" | awk -v l="$lib" 'index($1, l) == 1 { print $3; exit }')"
+  path="$(ldd "$BUILD/app/grpo" | awk -v l="$lib" 'index($1, l) == 1 && !found { print $3; found = 1 }')"
   [ -n "$path" ] || fail "$BUILD/app/grpo does not link $lib"
-  pkg="$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -n1 | cut -d: -f1)"
+  # (awk reads every line, and without `exit`: a reader that stops early is a SIGPIPE, which
+  # pipefail turns into a silent exit of this script)
+  pkg="$({ dpkg -S "$(readlink -f "$path")" 2>/dev/null || true; } | awk -F: 'NR == 1 { print $1 }')"
   [ -n "$pkg" ] || fail "no installed package owns $(readlink -f "$path") ($lib)"
   grep -qw -- "$pkg" <<<"$depends" || fail "Depends lacks $pkg (the package of $lib, which grpo links)"
 done
