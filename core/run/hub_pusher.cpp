@@ -85,11 +85,6 @@ HubPusher::~HubPusher() {
   fs::remove_all(staging_, ec);
 }
 
-HubPusher::Counts HubPusher::counts() const {
-  std::lock_guard<std::mutex> g(mu_);
-  return counts_;
-}
-
 void HubPusher::on_checkpoint(int64_t step, const std::string& checkpoint_dir) {
   if (o_.strategy == grpo::HubStrategy::End) return;
   {
@@ -99,7 +94,6 @@ void HubPusher::on_checkpoint(int64_t step, const std::string& checkpoint_dir) {
     if (in_progress && !o_.always_push) why = "the previous push still runs (hub_always_push: false)";
     else if (queue_.size() >= o_.max_queued) why = std::to_string(queue_.size()) + " checkpoints already wait to be pushed";
     if (!why.empty()) {
-      ++counts_.skipped;
       if (o_.event) o_.event({{"event", "hub_push_skipped"}, {"push_step", step}, {"repo", o_.repo_id}, {"reason", why}});
       return;
     }
@@ -121,7 +115,6 @@ bool HubPusher::push_final(int64_t step, const std::string& adapter_dir) {
   while (!queue_.empty()) {
     Job old = std::move(queue_.front());
     queue_.pop_front();
-    ++counts_.skipped;
     if (o_.event)
       o_.event({{"event", "hub_push_skipped"}, {"push_step", old.step}, {"repo", o_.repo_id},
                 {"reason", "the final adapter is pushed instead"}});
@@ -144,7 +137,6 @@ bool HubPusher::snapshot(const Job& job, const std::string& from) {
     return true;
   } catch (const std::exception& e) {
     std::lock_guard<std::mutex> g(mu_);
-    ++counts_.failed;
     failing_ = true;
     json ev = {{"event", "hub_push_failed"}, {"push_step", job.step}, {"repo", o_.repo_id}, {"what", what_of(job)},
                {"message", e.what()}, {"advice", advice_for(e.what(), o_, job.final)}, {"attempt", 0}, {"will_retry", false}};
@@ -196,7 +188,6 @@ bool HubPusher::run_job(const Job& job) {
     if (error.empty()) {
       done["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::lock_guard<std::mutex> g(mu_);
-      ++counts_.pushed;
       if (o_.event) o_.event(done);
       if (failing_ && o_.event)  // the fault convention (core/records/catalogue.h): cleared
         o_.event({{"event", "hub_push_failed_cleared"}, {"push_step", job.step}, {"repo", o_.repo_id}});
@@ -208,7 +199,6 @@ bool HubPusher::run_job(const Job& job) {
     for (int i = 1; i < attempt; ++i) wait_ms = std::min(wait_ms * 4, 600000);
     {
       std::lock_guard<std::mutex> g(mu_);
-      ++counts_.failed;
       failing_ = true;
       json e = {{"event", "hub_push_failed"}, {"push_step", job.step}, {"repo", o_.repo_id}, {"what", what},
                 {"message", error}, {"advice", advice_for(error, o_, job.final)}, {"attempt", attempt},
@@ -225,7 +215,6 @@ bool HubPusher::run_job(const Job& job) {
                                          [&] { return stopping_ || (!job.final && !queue_.empty()); });
     if (superseded) {
       if (!stopping_ && o_.event) {
-        ++counts_.skipped;
         o_.event({{"event", "hub_push_skipped"}, {"push_step", job.step}, {"repo", o_.repo_id},
                   {"reason", "a newer push replaces its retry"}});
       }

@@ -58,10 +58,6 @@ public:
   // pushes the final adapter (tried `attempts` times). True when it is on the Hub.
   bool push_final(int64_t step, const std::string& adapter_dir);
 
-  struct Counts {
-    int pushed = 0, failed = 0, skipped = 0;
-  };
-  Counts counts() const;
 
 private:
   struct Job {
@@ -85,7 +81,6 @@ private:
   bool busy_ = false, stopping_ = false;
   bool failing_ = false;  // the last try failed: the next success says the fault cleared
   std::optional<bool> final_result_;
-  Counts counts_;
   std::thread thread_;
 };
 
