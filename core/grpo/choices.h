@@ -78,6 +78,18 @@ inline constexpr Choices<ImportanceSamplingLevel, 3> kImportanceSamplingLevels{
       {ImportanceSamplingLevel::Sequence, "sequence"},
       {ImportanceSamplingLevel::SequenceToken, "sequence_token"}}}};
 
+// How the gap between the trainer's proximal policy and the sampler is corrected when
+// vllm_importance_sampling_correction is on (TRL's vllm_importance_sampling_mode; docs/formulas.md,
+// "Off-policy correction"): a per-token or per-sequence ratio, truncated into [clip_min, clip_max] or
+// zeroed outside it.
+enum class IsCorrectionMode { TokenTruncate, TokenMask, SequenceTruncate, SequenceMask };
+inline constexpr Choices<IsCorrectionMode, 4> kIsCorrectionModes{
+    "vllm_importance_sampling_mode",
+    {{{IsCorrectionMode::TokenTruncate, "token_truncate"},
+      {IsCorrectionMode::TokenMask, "token_mask"},
+      {IsCorrectionMode::SequenceTruncate, "sequence_truncate"},
+      {IsCorrectionMode::SequenceMask, "sequence_mask"}}}};
+
 // The loss_type x importance_sampling_level pairs TRL refuses, with its reason; nullptr where TRL
 // accepts the pair. TRL's GRPOTrainer has token and sequence levels for every loss; GSPO-token
 // lives in its experimental GSPO-token trainer, whose loss knows grpo, bnpo, dr_grpo and dapo only

@@ -85,6 +85,19 @@ const ConfigTable<TrainConfig>& table() {
         {"vespo_k_neg", &T::vespo_k_neg, closed(0, 1000), "vespo: exponent k of the gamma weight for negative advantages.", kLive},
         {"vespo_lambda_neg", &T::vespo_lambda_neg, closed(0, 1000), "vespo: decay lambda of the gamma weight for negative advantages (below 1e-4 counts as 1e-4).", kLive},
         {"mask_truncated_completions", &T::mask_truncated_completions, {}, "Leave completions cut off at max_completion_length out of the loss."},
+        {"use_bias_correction_kl", &T::use_bias_correction_kl, {}, "With beta > 0: multiply the KL to the reference by the importance weight (TRL's bias correction)."},
+        {"top_entropy_quantile", &T::top_entropy_quantile, closed(0, 1), "Train only the tokens whose entropy is at or above this quantile of the micro-batch's (0.2: the top 20%; 1: every token).", kLive},
+        {"entropy_coef", &T::entropy_coef, closed(0, 100), "Entropy bonus: subtract this times the mean token entropy from the loss (0: none).", kLive},
+        {"use_adaptive_entropy", &T::use_adaptive_entropy, {}, "Adapt the entropy bonus: after each step, entropy_coef_delta more when the step's entropy is at or below entropy_target, less above it; no bonus while it is above."},
+        {"entropy_coef_min", &T::entropy_coef_min, closed(0, 100), "Adaptive entropy: the coefficient's floor.", kLive},
+        {"entropy_coef_max", &T::entropy_coef_max, closed(0, 100), "Adaptive entropy: the coefficient's ceiling.", kLive},
+        {"entropy_coef_delta", &T::entropy_coef_delta, closed(0, 100), "Adaptive entropy: the change per step.", kLive},
+        {"entropy_target", &T::entropy_target, closed(0, 1000), "Adaptive entropy: the mean token entropy (nats) below which the bonus grows.", kLive},
+        {"vllm_importance_sampling_correction", &T::vllm_importance_sampling_correction, {}, "Take the clip around the trainer's own policy at the start of the step (the proximal policy) and weigh each completion by its importance ratio to the sampler, as vllm_importance_sampling_mode says; off: the ratio is taken against the sampler's log-probs directly.", kForm},
+        {"vllm_importance_sampling_mode", &T::vllm_importance_sampling_mode, one_of(kIsCorrectionModes.names()), "The proximal-to-sampler ratio per token or per sequence (the product over its tokens), truncated into [clip_min, clip_max] or zeroed outside it.", kLive},
+        {"vllm_importance_sampling_clip_max", &T::vllm_importance_sampling_clip_max, above(0), "Upper bound of that ratio (null = none).", kLive, nullptr, {"vllm_importance_sampling_cap"}},
+        {"vllm_importance_sampling_clip_min", &T::vllm_importance_sampling_clip_min, at_least(0), "Lower bound of that ratio (null = none).", kLive},
+        {"off_policy_mask_threshold", &T::off_policy_mask_threshold, at_least(0), "Leave out completions with a negative advantage whose mean log-prob gap, sampler minus trainer, exceeds this (DeepSeek-V3.2's off-policy sequence masking; null = off).", kLive},
         {"token_budget", &T::token_budget, closed(0, shared_range::kMaxTokenBudget), "Tokens per packed training row (padding-free); 0 pads micro-batches instead.", kForm},
         {"gradient_checkpointing", &T::gradient_checkpointing, {}, "Recompute activations in backward: less memory, more time.", kForm}}},
       {"LoRA",
@@ -272,6 +285,14 @@ void TrainConfig::validate(const std::string& source) const {
     check(!from.empty() && to.is_string() && !to.get<std::string>().empty(), source,
           "key \"dataset_columns\": \"" + from + "\" must map to a non-empty column name, got " + to.dump());
   check(eval_fraction == 0.0 || eval_size == 0, source, "set either \"eval_fraction\" or \"eval_size\", not both");
+  check(!vllm_importance_sampling_clip_min || !vllm_importance_sampling_clip_max ||
+            *vllm_importance_sampling_clip_min <= *vllm_importance_sampling_clip_max,
+        source, "vllm_importance_sampling_clip_min (" + std::to_string(vllm_importance_sampling_clip_min.value_or(0)) +
+                    ") is above vllm_importance_sampling_clip_max (" +
+                    std::to_string(vllm_importance_sampling_clip_max.value_or(0)) + ")");
+  check(entropy_coef_min <= entropy_coef_max, source,
+        "entropy_coef_min (" + std::to_string(entropy_coef_min) + ") is above entropy_coef_max (" +
+            std::to_string(entropy_coef_max) + ")");
   if (push_to_hub) {
     check(!hub_model_id.empty(), source, "key \"hub_model_id\" is empty while push_to_hub is true",
           "give the repo to push to as namespace/name, e.g. your-name/grpo-arith-lora");

@@ -76,6 +76,17 @@ struct TrainConfig {
   double vespo_k_pos = 2.0, vespo_lambda_pos = 3.0;  // vespo: gamma weight where A >= 0
   double vespo_k_neg = 3.0, vespo_lambda_neg = 2.0;  // vespo: where A < 0
   bool mask_truncated_completions = false;
+  bool use_bias_correction_kl = false;  // beta > 0: the k3 KL times the importance weight
+  std::optional<double> off_policy_mask_threshold;  // OPSM (None = off)
+  double top_entropy_quantile = 1.0;   // train only tokens at or above this entropy quantile (1 = all)
+  double entropy_coef = 0.0;           // entropy bonus coefficient (0 = none)
+  bool use_adaptive_entropy = false;   // move entropy_coef toward keeping entropy above entropy_target
+  double entropy_coef_min = 0.0, entropy_coef_max = 1.0, entropy_coef_delta = 0.005, entropy_target = 0.2;
+  // The proximal-policy correction (docs/formulas.md, "Off-policy correction"): TRL's names.
+  bool vllm_importance_sampling_correction = false;
+  std::string vllm_importance_sampling_mode = "sequence_mask";
+  std::optional<double> vllm_importance_sampling_clip_max = 3.0;
+  std::optional<double> vllm_importance_sampling_clip_min;
   int64_t token_budget = 0;            // > 0: padding-free packed rows of this many tokens
   bool gradient_checkpointing = false;
   double mfu_peak_tflops = 0;          // the device peak MFU divides by; 0 = measured at start

@@ -35,10 +35,12 @@ bool clipped_family(LossType t) {
 // clamped to +-20 per token, log w to [log 1e-8, 20]), k and lambda by the advantage's sign;
 // no gradient (TRL's get_gamma_weights). (B, 1).
 torch::Tensor vespo_weights(const torch::Tensor& log_ratio, const torch::Tensor& mask, const torch::Tensor& A,
-                            const LossConfig& cfg) {
+                            const torch::Tensor& is_ratio, const LossConfig& cfg) {
   torch::NoGradGuard no_grad;
   const double lower = std::log(1e-8);
   auto seq = (torch::clamp(log_ratio.detach(), -20.0, 20.0) * mask).sum(-1, true);  // (B, 1)
+  // With the proximal correction, w also carries the sampler gap: log w += sum log(IS ratio).
+  if (is_ratio.defined()) seq = seq + torch::clamp(torch::log(is_ratio), lower, 20.0).sum(-1, true);
   auto log_w = torch::clamp(seq, lower, 20.0);
   auto w = torch::exp(log_w);
   auto nonneg = A >= 0;
@@ -47,6 +49,52 @@ torch::Tensor vespo_weights(const torch::Tensor& log_ratio, const torch::Tensor&
                     .clamp_min(1e-4);
   auto phi = torch::exp(lambda + k * log_w - lambda * w);
   return torch::nan_to_num(phi, 0.0, 0.0, 0.0);
+}
+bool sequence_mode(IsCorrectionMode m) {
+  return m == IsCorrectionMode::SequenceTruncate || m == IsCorrectionMode::SequenceMask;
+}
+
+// TRL's importance-sampling ratio between the proximal policy and the sampler: exp(old - sampling)
+// per token (B, T), or exp of its sum over the completion per sequence (B, 1); a NaN sampler
+// log-prob counts as no gap. Truncated into [clip_min, clip_max], or zeroed outside it. No grad.
+torch::Tensor is_ratio_of(const torch::Tensor& old_logp, const torch::Tensor& sampling_logp, const torch::Tensor& mask,
+                          const LossConfig& cfg) {
+  torch::NoGradGuard no_grad;
+  auto diff = torch::nan_to_num((old_logp - sampling_logp) * mask, 0.0);
+  if (sequence_mode(cfg.is_mode)) diff = diff.sum(-1, true);
+  auto r = torch::exp(diff);
+  const bool truncate = cfg.is_mode == IsCorrectionMode::TokenTruncate || cfg.is_mode == IsCorrectionMode::SequenceTruncate;
+  if (truncate) {
+    if (cfg.is_clip_min) r = torch::clamp_min(r, *cfg.is_clip_min);
+    if (cfg.is_clip_max) r = torch::clamp_max(r, *cfg.is_clip_max);
+  } else {
+    auto out = torch::zeros_like(r, torch::kBool);
+    if (cfg.is_clip_min) out = out | (r < *cfg.is_clip_min);
+    if (cfg.is_clip_max) out = out | (r > *cfg.is_clip_max);
+    r = r.masked_fill(out, 0.0);
+  }
+  return r;
+}
+
+// TRL's get_off_policy_mask: keep a completion when its advantage is >= 0 or its mean
+// sampler-minus-current log-prob gap is <= the threshold. (B, 1).
+torch::Tensor off_policy_mask(const torch::Tensor& A, const torch::Tensor& logp, const torch::Tensor& sampling,
+                              const torch::Tensor& mask, double threshold) {
+  torch::NoGradGuard no_grad;
+  auto kl = sampling - logp.detach();
+  auto avg = (kl * mask).sum(1, true) / mask.sum(1, true).clamp_min(1.0);
+  return ((A >= 0) | (avg <= threshold)).to(mask.scalar_type());
+}
+
+// TRL's get_high_entropy_mask: trained tokens whose entropy is at or above the `q` quantile (linear
+// interpolation) of the trained tokens' entropies. (B, T) in the mask's dtype.
+torch::Tensor high_entropy_mask(const torch::Tensor& entropy, const torch::Tensor& mask, double q) {
+  torch::NoGradGuard no_grad;
+  auto trained = mask > 0;
+  auto local = entropy.detach().masked_select(trained);
+  if (local.numel() == 0) return torch::zeros_like(mask);
+  auto threshold = torch::quantile(local, q);
+  return ((entropy.detach() * mask >= threshold) & trained).to(mask.scalar_type());
 }
 }  // namespace
 
@@ -58,6 +106,11 @@ LossOutput grpo_loss(const LossInputs& in, const LossConfig& cfg) {
   const bool use_ref = cfg.beta != 0.0;
   check(!use_ref || (in.ref_logp.defined() && in.ref_logp.sizes() == in.logp.sizes()), ctx,
         "beta > 0 needs ref_logp of shape (B, T)");
+  const bool need_entropy = cfg.top_entropy_quantile < 1.0 || cfg.entropy_bonus;
+  check(!need_entropy || (in.entropy.defined() && in.entropy.sizes() == in.logp.sizes()), ctx,
+        "top_entropy_quantile < 1 and the entropy bonus need entropy of shape (B, T)");
+  check(!cfg.is_correction || (in.sampling_logp.defined() && in.sampling_logp.sizes() == in.logp.sizes()), ctx,
+        "the proximal-policy correction needs sampling_logp of shape (B, T)");
   if (const char* why = refused_loss_level(cfg.type, cfg.level))
     throw Error(ctx, std::string("loss_type \"") + to_string(cfg.type) + "\" with " + why);
   const int64_t B = in.logp.size(0);
@@ -82,6 +135,17 @@ LossOutput grpo_loss(const LossInputs& in, const LossConfig& cfg) {
     }
   }
   auto coef_1 = torch::exp(log_w);
+  const torch::Tensor sampling = in.sampling_logp.defined() ? in.sampling_logp.detach() : in.old_logp.detach();
+  torch::Tensor is_ratio;  // (B, T) or (B, 1), no grad
+  if (cfg.is_correction) is_ratio = is_ratio_of(in.old_logp.detach(), sampling, mask, cfg);
+
+  // k3 KL to the reference, optionally times the (undetached, uncapped) importance weight.
+  torch::Tensor kl_ref;
+  if (use_ref) {
+    auto d = in.ref_logp.detach() - in.logp;                       // (B, T)
+    kl_ref = torch::exp(d) - d - 1.0;
+    if (cfg.use_bias_correction_kl) kl_ref = kl_ref * coef_1;
+  }
 
   torch::Tensor policy;  // (B, T) or (B, 1)
   torch::Tensor phi;     // vespo
@@ -98,7 +162,7 @@ LossOutput grpo_loss(const LossInputs& in, const LossConfig& cfg) {
       break;
     }
     case LossType::VESPO:
-      phi = vespo_weights(log_ratio, mask, A, cfg);
+      phi = vespo_weights(log_ratio, mask, A, is_ratio, cfg);
       policy = -phi * A * in.logp;
       break;
     default: {  // grpo, bnpo, dr_grpo, dapo, luspo
@@ -111,15 +175,21 @@ LossOutput grpo_loss(const LossInputs& in, const LossConfig& cfg) {
   // Padding positions carry no per-token value (TRL's hold whatever the model gave there; only
   // luspo's mean over B x T sees them).
   if (policy.size(1) != 1) policy = policy * mask;
-  torch::Tensor per_token = policy;
-  torch::Tensor kl_ref;
-  if (use_ref) {
-    auto d = in.ref_logp.detach() - in.logp;                       // (B, T)
-    kl_ref = torch::exp(d) - d - 1.0;
-    per_token = per_token + cfg.beta * (kl_ref * mask);
+  torch::Tensor opsm, emask;
+  if (cfg.off_policy_mask_threshold) {
+    opsm = off_policy_mask(A, in.logp, sampling, mask, *cfg.off_policy_mask_threshold);
+    policy = policy * opsm;
   }
+  if (cfg.top_entropy_quantile < 1.0) {
+    emask = high_entropy_mask(in.entropy, mask, 1.0 - cfg.top_entropy_quantile);
+    policy = policy * emask;
+  }
+  if (cfg.is_correction && cfg.type != LossType::VESPO) policy = policy * is_ratio;  // vespo has it in phi
+  torch::Tensor per_token = policy;
+  if (use_ref) per_token = per_token + cfg.beta * (kl_ref * mask);
 
   torch::Tensor loss;
+  double token_normaliser = 0.0;  // dapo, cispo, vespo
   auto masked = per_token * mask;
   switch (cfg.type) {
     case LossType::GRPO:
@@ -137,7 +207,8 @@ LossOutput grpo_loss(const LossInputs& in, const LossConfig& cfg) {
     case LossType::CISPO:
     case LossType::VESPO: {
       double n = in.num_items_in_batch > 0 ? in.num_items_in_batch : mask.sum().item<double>() * GA;
-      loss = masked.sum() / std::max(1.0, n);
+      token_normaliser = std::max(1.0, n);
+      loss = masked.sum() / token_normaliser;
       break;
     }
     case LossType::LUSPO:  // each sequence's loss times its length; mean over the (B, 1) or (B, T) entries
@@ -146,6 +217,17 @@ LossOutput grpo_loss(const LossInputs& in, const LossConfig& cfg) {
   }
 
   LossOutput out;
+  const auto policy_loss = loss.detach();
+  // Entropy bonus (TRL's entropy_coef): minus coef x the mean token entropy over the trained (and
+  // entropy-masked) tokens, normalised so that it sums to that mean over the step's micro-batches.
+  if (cfg.entropy_bonus) {
+    auto eff = emask.defined() ? mask * emask : mask;
+    auto h_sum = (in.entropy * eff).sum();
+    auto entropy_loss = token_normaliser > 0 ? h_sum / token_normaliser : h_sum / eff.sum().clamp_min(1.0) / GA;
+    loss = loss - cfg.entropy_coef * entropy_loss;
+    out.entropy_sum = h_sum.detach().item<double>();
+    out.entropy_tokens = eff.sum().item<double>();
+  }
   out.loss = loss;
   torch::NoGradGuard no_grad;
   auto r = ratio.detach();
@@ -181,7 +263,32 @@ LossOutput grpo_loss(const LossInputs& in, const LossConfig& cfg) {
   } else if (cfg.type == LossType::VESPO) {
     out.metrics["vespo/phi_seq_mean"] = phi.mean().item<double>();
   }
-  out.metrics["policy_loss"] = loss.detach().item<double>();
+  if (cfg.is_correction) {
+    auto trained = mask > 0;
+    auto gap = (in.old_logp.detach() - sampling).abs().masked_select(trained);
+    out.metrics["sampling/sampling_logp_difference/mean"] = gap.numel() ? gap.mean().item<double>() : 0.0;
+    out.metrics["sampling/sampling_logp_difference/max"] = gap.numel() ? gap.max().item<double>() : 0.0;
+    auto flat = is_ratio.size(1) == 1 ? is_ratio.flatten() : is_ratio.masked_select(trained);
+    const bool any = flat.numel() > 0;
+    out.metrics["sampling/importance_sampling_ratio/min"] = any ? flat.min().item<double>() : 0.0;
+    out.metrics["sampling/importance_sampling_ratio/mean"] = any ? flat.mean().item<double>() : 0.0;
+    out.metrics["sampling/importance_sampling_ratio/max"] = any ? flat.max().item<double>() : 0.0;
+    const bool truncate = cfg.is_mode == IsCorrectionMode::TokenTruncate || cfg.is_mode == IsCorrectionMode::SequenceTruncate;
+    if (truncate) {
+      // Entries the clamp moved: recompute the raw ratio and compare.
+      LossConfig raw = cfg;
+      raw.is_clip_min.reset();
+      raw.is_clip_max.reset();
+      auto unclamped = is_ratio_of(in.old_logp.detach(), sampling, mask, raw);
+      auto moved = (unclamped != is_ratio).to(mask.scalar_type());
+      out.metrics["sampling/importance_sampling_ratio/frac_truncated"] = batch_mean(moved, mask);
+    } else {
+      out.metrics["sampling/importance_sampling_ratio/frac_masked"] = batch_mean((is_ratio == 0).to(mask.scalar_type()), mask);
+    }
+  }
+  if (opsm.defined()) out.metrics["off_policy_mask/frac_dropped"] = 1.0 - opsm.mean().item<double>();
+  if (emask.defined()) out.metrics["entropy_mask/frac_trained"] = masked_mean(emask, mask);
+  out.metrics["policy_loss"] = policy_loss.item<double>();
   return out;
 }
 

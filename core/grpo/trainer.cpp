@@ -29,6 +29,14 @@ LossConfig loss_config(const TrainConfig& c, int64_t micro_batches) {
   l.vespo_k_neg = c.vespo_k_neg;
   l.vespo_lambda_neg = c.vespo_lambda_neg;
   l.beta = c.beta;
+  l.use_bias_correction_kl = c.use_bias_correction_kl;
+  l.off_policy_mask_threshold = c.off_policy_mask_threshold;
+  l.top_entropy_quantile = c.top_entropy_quantile;
+  l.entropy_bonus = c.entropy_coef != 0.0 || c.use_adaptive_entropy;
+  l.is_correction = c.vllm_importance_sampling_correction;
+  l.is_mode = kIsCorrectionModes.parse(c.vllm_importance_sampling_mode, "vllm_importance_sampling_mode");
+  l.is_clip_min = c.vllm_importance_sampling_clip_min;
+  l.is_clip_max = c.vllm_importance_sampling_clip_max;
   l.max_completion_length = c.max_completion_length;
   l.gradient_accumulation_steps = micro_batches;
   return l;
@@ -192,7 +200,7 @@ torch::Tensor to_rows(const torch::Tensor& flat, const PackedRow& r, const torch
 
 torch::Tensor chunked_token_logprobs(model::CausalLMImpl& model, const torch::Tensor& hidden,
                                      const torch::Tensor& targets, double temperature,
-                                     torch::Tensor* entropy, int64_t chunk_rows) {
+                                     torch::Tensor* entropy, int64_t chunk_rows, bool entropy_grad) {
   const double T = temperature > 0 ? temperature : 1.0;
   std::vector<torch::Tensor> lps, ents;
   for (int64_t s = 0; s < hidden.size(0); s += chunk_rows) {
@@ -200,7 +208,9 @@ torch::Tensor chunked_token_logprobs(model::CausalLMImpl& model, const torch::Te
     auto logits = model.logits(hidden.narrow(0, s, n)) / T;  // (n, V) fp32
     auto logp = torch::log_softmax(logits, -1);
     lps.push_back(logp.gather(1, targets.narrow(0, s, n).unsqueeze(1)).squeeze(1));
-    if (entropy) {
+    if (entropy && entropy_grad) {
+      ents.push_back(-(logp.exp() * logp).sum(-1));
+    } else if (entropy) {
       torch::NoGradGuard ng;
       ents.push_back(-(logp.exp() * logp).sum(-1));
     }
@@ -218,6 +228,7 @@ GrpoTrainer::GrpoTrainer(model::CausalLM model, SharedConfig config) : model_(st
   optimizer_ = std::make_unique<Optimizer>(model_->lora_parameters(), optimizer_config(*config_, config_->max_steps));
   model_->set_gradient_checkpointing(config_->gradient_checkpointing);
   flops_ = model::count_flops(*model_);
+  entropy_coef_ = config_->entropy_coef;
   warn_loss_level(*config_);
 }
 
@@ -225,6 +236,8 @@ void GrpoTrainer::retune(const TrainConfig& config) { retune(std::make_shared<co
 
 void GrpoTrainer::retune(SharedConfig config) {
   check(config != nullptr, "trainer", "no config");
+  // A retuned entropy_coef restarts the adaptive controller from it.
+  if (config->entropy_coef != config_->entropy_coef) entropy_coef_ = config->entropy_coef;
   config_ = std::move(config);
   optimizer_->set_base_lr(config_->learning_rate);
 }
@@ -243,6 +256,19 @@ std::map<std::string, double> GrpoTrainer::step(const std::vector<TrainSample>& 
   metrics["grad_norm"] = optimizer_->step();
   metrics["learning_rate"] = optimizer_->current_lr();
   metrics["perf/optimizer_s"] = seconds_since(t_opt);
+  const TrainConfig& c = *config_;
+  if (c.entropy_coef != 0.0 || c.use_adaptive_entropy) {
+    // TRL's adaptive entropy control: the step's mean entropy (over the tokens the bonus saw) moves
+    // the coefficient one entropy_coef_delta toward more bonus when at or below entropy_target, less
+    // above it, within [entropy_coef_min, entropy_coef_max]; the next step applies it.
+    if (c.use_adaptive_entropy && bonus_tokens_ > 0) {
+      const double world = bonus_entropy_sum_ / bonus_tokens_;
+      entropy_coef_ = world <= c.entropy_target ? std::min(entropy_coef_ + c.entropy_coef_delta, c.entropy_coef_max)
+                                                : std::max(entropy_coef_ - c.entropy_coef_delta, c.entropy_coef_min);
+      last_world_entropy_ = world;
+    }
+    metrics["entropy_coef"] = c.use_adaptive_entropy ? entropy_coef_ : c.entropy_coef;
+  }
   return metrics;
 }
 
@@ -267,6 +293,14 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   for (const auto& row : batches.rows)
     for (int64_t i : row) items += mask_of(samples[i]) * static_cast<double>(samples[i].completion_ids.size());
   LossConfig lc = loss_config(*config_, static_cast<int64_t>(batches.rows.size()));
+  // Adaptive control applies its coefficient only once a step's entropy has been measured at or
+  // below entropy_target (none is before the first step).
+  lc.entropy_coef = !config_->use_adaptive_entropy ? config_->entropy_coef
+                    : (last_world_entropy_ && *last_world_entropy_ <= config_->entropy_target) ? entropy_coef_
+                                                                                              : 0.0;
+  bonus_entropy_sum_ = 0.0;
+  bonus_tokens_ = 0.0;
+  const bool need_entropy = lc.top_entropy_quantile < 1.0 || lc.entropy_bonus;
 
   // Sub-row layout cost model (build_row): attention FLOPs per (query, key) pair relative to the
   // projections' FLOPs per token, doubled for the softmax/mask passes over every pair.
@@ -283,10 +317,7 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
 
   std::map<std::string, double> sums;  // token-weighted sums of per-micro-batch metrics
   double tokens_total = 0, entropy_sum = 0, loss_sum = 0, forwarded = 0, calls = 0;
-  double low_min = 1.0, high_max = 0.0, ratio_min = 1e300, ratio_max = -1e300;
-  // Only the clipped losses log clip_ratio/* (TRL).
-  const bool clip_metrics = lc.type == LossType::GRPO || lc.type == LossType::BNPO || lc.type == LossType::DrGRPO ||
-                            lc.type == LossType::DAPO || lc.type == LossType::LUSPO;
+  std::map<std::string, double> mins, maxes;  // metrics named *_min, */min, *_max, */max
   for (const auto& members : batches.rows) {
     PackedRow r = build_row(samples, members, layout, attention_weight, call_tokens);
     if (r.targets.numel() == 0) continue;
@@ -294,7 +325,8 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
     calls += static_cast<double>(r.block_ids.size());
     auto picked = row_hidden(*model_, r, dev).index_select(0, r.positions.to(dev));  // (N, C)
     torch::Tensor ent;
-    auto logp = chunked_token_logprobs(*model_, picked, r.targets.to(dev), config_->temperature, &ent);  // (N)
+    auto logp = chunked_token_logprobs(*model_, picked, r.targets.to(dev), config_->temperature, &ent, 1024,
+                                       lc.entropy_bonus);  // (N)
 
     // (B, Tc) layout for the loss.
     std::vector<int64_t> cols;
@@ -319,6 +351,14 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
     LossInputs in;
     in.logp = to_rows(logp, r, row_index, col_index);
     in.old_logp = to_rows(old_t, r, row_index, col_index);
+    if (lc.is_correction) {
+      // The proximal policy is the one this step starts from: the parameters do not move until the
+      // optimizer step, so its log-probs are this forward's, detached (TRL's recompute, without a
+      // second forward). The sampler's log-probs only weigh the gap.
+      in.sampling_logp = in.old_logp;
+      in.old_logp = in.logp.detach();
+    }
+    if (need_entropy) in.entropy = to_rows(ent, r, row_index, col_index);
     in.mask = to_rows(mask_t, r, row_index, col_index);
     in.advantages = torch::tensor(adv, torch::kFloat32).to(dev);
     in.num_items_in_batch = items;
@@ -336,24 +376,33 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
 
     const double ntok = mask_t.sum().item<double>();
     tokens_total += ntok;
-    entropy_sum += (ent * mask_t).sum().item<double>();
+    entropy_sum += (ent.detach() * mask_t).sum().item<double>();
     loss_sum += out.loss.item<double>();
+    bonus_entropy_sum_ += out.entropy_sum;
+    bonus_tokens_ += out.entropy_tokens;
+    auto ends_with = [](const std::string& k, const char* suffix) {
+      const std::string s(suffix);
+      return k.size() >= s.size() && k.compare(k.size() - s.size(), s.size(), s) == 0;
+    };
     for (const auto& [k, v] : out.metrics) {
-      if (k == "clip_ratio/low_min") low_min = std::min(low_min, v);
-      else if (k == "clip_ratio/high_max") high_max = std::max(high_max, v);
-      else if (k == "ratio_min") ratio_min = std::min(ratio_min, v);
-      else if (k == "ratio_max") ratio_max = std::max(ratio_max, v);
-      else if (k != "policy_loss") sums[k] += v * ntok;
+      if (k == "policy_loss") continue;
+      if (ends_with(k, "_min") || ends_with(k, "/min")) {
+        if (ntok > 0) mins[k] = mins.count(k) ? std::min(mins[k], v) : v;
+      } else if (ends_with(k, "_max") || ends_with(k, "/max")) {
+        if (ntok > 0) maxes[k] = maxes.count(k) ? std::max(maxes[k], v) : v;
+      } else {
+        sums[k] += v * ntok;
+      }
     }
   }
 
+  // Token-weighted means of the micro-batches' metrics; extremes over the micro-batches that
+  // trained a token (ratio_* default to 1, other extremes to 0, when none did).
   for (const auto& [k, v] : sums) metrics[k] = tokens_total > 0 ? v / tokens_total : 0.0;
-  if (clip_metrics) {
-    metrics["clip_ratio/low_min"] = tokens_total > 0 ? low_min : 0.0;
-    metrics["clip_ratio/high_max"] = high_max;
-  }
-  metrics["ratio_min"] = tokens_total > 0 ? ratio_min : 1.0;
-  metrics["ratio_max"] = tokens_total > 0 ? ratio_max : 1.0;
+  for (const auto& [k, v] : mins) metrics[k] = v;
+  for (const auto& [k, v] : maxes) metrics[k] = v;
+  if (!mins.count("ratio_min")) metrics["ratio_min"] = 1.0;
+  if (!maxes.count("ratio_max")) metrics["ratio_max"] = 1.0;
   metrics["loss"] = loss_sum;  // the accumulated objective of this step
   metrics["entropy"] = tokens_total > 0 ? entropy_sum / tokens_total : 0.0;
   metrics["num_tokens"] = forwarded;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,10 +32,11 @@ struct TrainSample {
 
 // Log-probs (B_tokens) of `targets` under softmax(logits / temperature) computed from final hidden
 // states (N, C) in chunks of rows, so the (N, V) logits never exist at once. Also returns the
-// entropy per row when `entropy` is non-null.
+// entropy per row when `entropy` is non-null (differentiable with `entropy_grad`, for the bonus).
 torch::Tensor chunked_token_logprobs(model::CausalLMImpl& model, const torch::Tensor& hidden,
                                      const torch::Tensor& targets, double temperature,
-                                     torch::Tensor* entropy = nullptr, int64_t chunk_rows = 1024);
+                                     torch::Tensor* entropy = nullptr, int64_t chunk_rows = 1024,
+                                     bool entropy_grad = false);
 
 // How a micro-batch's sub-rows go through the model (trainer.cpp, build_row): chosen by a cost
 // estimate (Auto), or forced, for benchmarks and for tests that check both layouts agree:
@@ -70,6 +72,11 @@ private:
   std::unique_ptr<Optimizer> optimizer_;
   model::ModelFlops flops_;  // per token, for perf/train_flops
   RowLayout row_layout_ = RowLayout::Auto;
+  // The entropy bonus's adaptive controller (TRL's use_adaptive_entropy): its coefficient, the last
+  // step's measured entropy, and this step's entropy sum and token count.
+  double entropy_coef_ = 0.0;
+  std::optional<double> last_world_entropy_;
+  double bonus_entropy_sum_ = 0.0, bonus_tokens_ = 0.0;
 };
 
 }  // namespace grpo::grpo

@@ -125,19 +125,10 @@ const std::vector<TrlKey>& trl_key_table() {
       {"vllm_gpu_memory_utilization", Kind::Ignore, kVllm, {}},
       {"vllm_max_model_length", Kind::Ignore, kVllm, {}},
       {"vllm_tensor_parallel_size", Kind::Ignore, kVllm, {}},
-      {"vllm_importance_sampling_correction", Kind::Ignore,
-       "as in AsyncGRPO, the PPO ratio is taken against the sampling logprobs, which corrects the mismatch itself", {}},
-      {"vllm_importance_sampling_mode", Kind::Ignore, "no separate importance-sampling correction (see vllm_importance_sampling_correction)", {}},
-      {"vllm_importance_sampling_cap", Kind::Ignore, "no separate importance-sampling correction (see vllm_importance_sampling_correction)", {}},
-      {"vllm_importance_sampling_clip_max", Kind::Ignore, "no separate importance-sampling correction (see vllm_importance_sampling_correction)", {}},
-      {"vllm_importance_sampling_clip_min", Kind::Ignore, "no separate importance-sampling correction (see vllm_importance_sampling_correction)", {}},
       {"num_iterations", Kind::Neutral, "one optimizer pass over each batch (mu = 1)", {1}},
-      // (delta, importance_sampling_level, sapo_temperature_*, vespo_*: keys of the key table)
+      // (delta, importance_sampling_level, sapo_temperature_*, vespo_*, the entropy, off-policy and
+      // vllm_importance_sampling_* keys: keys of the key table)
       {"multi_objective_aggregation", Kind::Neutral, "rewards are summed with reward_weights, then normalized", {"sum_then_normalize"}},
-      {"off_policy_mask_threshold", Kind::Neutral, "off-policy masking is not supported", {}},
-      {"use_bias_correction_kl", Kind::Neutral, "the bias-corrected KL is not supported", {false}},
-      {"top_entropy_quantile", Kind::Neutral, "every completion token is trained", {1.0}},
-      {"entropy_coef", Kind::Neutral, "there is no entropy bonus", {0.0}},
       {"sync_ref_model", Kind::Neutral, kNoRef, {false}},
       {"ref_model_mixup_alpha", Kind::Ignore, kNoRef, {}},
       {"ref_model_sync_steps", Kind::Ignore, kNoRef, {}},

@@ -39,6 +39,17 @@ std::vector<MetricSpec> training_metrics() {
       m("clip_ratio/high_max", "fraction", "loss", "Largest per-completion high-clip fraction."),
       m("cispo_clip_ratio", "fraction", "loss", "cispo: tokens whose ratio passed 1 + epsilon_high with a positive advantage (their weight is capped)."),
       m("vespo/phi_seq_mean", "", "loss", "vespo: mean of the per-sequence weight phi."),
+      m("entropy_coef", "", "loss", "The entropy bonus's coefficient after the step (adaptive: the controller's)."),
+      m("entropy_mask/frac_trained", "fraction", "loss", "top_entropy_quantile < 1: trained tokens at or above the entropy quantile (the rest take no gradient)."),
+      m("off_policy_mask/frac_dropped", "fraction", "loss", "off_policy_mask_threshold: completions left out as negative-advantage and too far off-policy."),
+      // the proximal-policy correction (docs/formulas.md, "Off-policy correction")
+      m("sampling/sampling_logp_difference/mean", "nats", "loss", "Mean |log pi_prox - log pi_sampler| over trained tokens: the trainer-sampler gap."),
+      m("sampling/sampling_logp_difference/max", "nats", "loss", "Largest trainer-sampler log-prob gap."),
+      m("sampling/importance_sampling_ratio/min", "", "loss", "Smallest proximal/sampler importance weight (after truncation or masking)."),
+      m("sampling/importance_sampling_ratio/mean", "", "loss", "Mean proximal/sampler importance weight."),
+      m("sampling/importance_sampling_ratio/max", "", "loss", "Largest proximal/sampler importance weight."),
+      m("sampling/importance_sampling_ratio/frac_masked", "fraction", "loss", "*_mask modes: weights zeroed outside [clip_min, clip_max] (tokens, or completions per sequence)."),
+      m("sampling/importance_sampling_ratio/frac_truncated", "fraction", "loss", "*_truncate modes: weights moved into [clip_min, clip_max]."),
       // optimizer
       m("grad_norm", "", "optimizer", "Global L2 norm of the LoRA gradients before clipping."),
       m("learning_rate", "", "optimizer", "The learning rate the step used."),

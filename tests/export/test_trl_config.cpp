@@ -176,7 +176,13 @@ private Q_SLOTS:
 
     const auto t = translate(j);
     QVERIFY(has_note(t.ignored, "max_steps", "-1"));
-    QVERIFY(has_note(t.ignored, "vllm_importance_sampling_correction", "sampling logprobs"));
+    // TRL's proximal-policy correction is ours now, and its deprecated cap is clip_max.
+    QVERIFY(c.vllm_importance_sampling_correction);
+    QCOMPARE(c.vllm_importance_sampling_mode, std::string("sequence_mask"));
+    QVERIFY(c.vllm_importance_sampling_clip_max.has_value() && *c.vllm_importance_sampling_clip_max == 3.0);
+    QVERIFY(!c.vllm_importance_sampling_clip_min.has_value());
+    QVERIFY(!has_note(t.ignored, "vllm_importance_sampling_correction", ""));
+    QVERIFY(!has_note(t.ignored, "vllm_importance_sampling_cap", ""));
     QVERIFY(has_note(t.ignored, "num_iterations", "mu = 1"));
     QVERIFY(has_note(t.translated, "scale_rewards", "\"none\""));
 

@@ -7,7 +7,10 @@
 // and GSPO-token, whose value is the sequence level's and whose gradient equals it when a
 // sequence has one advantage); for cispo and vespo, whose weights are stopped functions of the
 // log-ratio, by moving logp and old_logp together, which holds the log-ratio and so the weight
-// fixed. Pairs TRL refuses are refused. The sampler-side comparison is skipped only when
+// fixed. The off-policy pieces (the proximal/sampler importance-sampling correction in all four
+// modes and two sets of bounds, off-policy sequence masking, the top-entropy mask with the entropy
+// bonus, whose gradient reaches the entropies, and the bias-corrected KL) are checked the same way
+// on each loss type at the token and sequence levels. Pairs TRL refuses are refused. The sampler-side comparison is skipped only when
 // /usr/bin/python3 or its torch is missing; nothing depends on timing.
 #include "tests/common/test_paths.h"
 #include <QtTest/QtTest>
@@ -45,6 +48,8 @@ struct Case {
   std::string name;
 };
 
+const char* mode_name(IsCorrectionMode m) { return kIsCorrectionModes.name(m); }
+
 json rows(const torch::Tensor& t) {
   json out = json::array();
   auto c = t.contiguous();
@@ -59,6 +64,7 @@ json rows(const torch::Tensor& t) {
 // One batch for all cases: B = 6 completions of up to T = 7 tokens.
 struct Batch {
   torch::Tensor logp, old_logp, ref_logp, advantages, mask;
+  torch::Tensor sampling_logp, entropy;  // the sampler's log-probs (old_logp as the proximal policy's), entropies
 };
 
 Batch make_batch() {
@@ -86,6 +92,14 @@ Batch make_batch() {
   b.old_logp = b.old_logp * b.mask;
   b.ref_logp = b.ref_logp * b.mask;
   b.advantages = torch::tensor({1.3, -0.7, 0.0, -1.9, 0.8, 0.45}, opts);
+  // The sampler's log-probs, against old_logp as the proximal policy: small gaps, one token far
+  // above (masked or truncated per token) and one whole sequence far below the sampler.
+  auto gap = (torch::rand({B, T}, opts) - 0.5) * 0.4;
+  gap[0][2] = -2.5;                          // sampler far below: proximal/sampler ratio ~12
+  gap[5].narrow(0, 0, 6).add_(0.3);          // a sequence the sampler liked more: ratio ~0.17 per sequence
+  gap[3][0] = 1.5;                           // negative advantage, far off-policy (masked by OPSM)
+  b.sampling_logp = (b.old_logp + gap) * b.mask;
+  b.entropy = (torch::rand({B, T}, opts) * 2.0) * b.mask;
   return b;
 }
 
@@ -118,6 +132,58 @@ std::vector<Case> make_cases(const Batch& b) {
           c.name = std::string(to_string(t)) + "/" + to_string(l) + (delta ? "/delta" : "") + (beta != 0 ? "/beta" : "");
           cases.push_back(c);
         }
+  // The off-policy pieces on each loss type at the token and sequence levels: the proximal
+  // correction in every mode with two sets of bounds, off-policy masking with and without it, the
+  // top-entropy mask with the entropy bonus, and the bias-corrected KL.
+  for (LossType t : kTypes)
+    for (ImportanceSamplingLevel l : {ImportanceSamplingLevel::Token, ImportanceSamplingLevel::Sequence}) {
+      Case base;
+      base.cfg.type = t;
+      base.cfg.level = l;
+      base.cfg.epsilon_high = t == LossType::CISPO ? 2.0 : 0.28;
+      base.cfg.max_completion_length = 10;
+      base.cfg.gradient_accumulation_steps = 2;
+      base.in = LossInputs{b.logp, b.old_logp, b.ref_logp, b.advantages, b.mask, 33.0};
+      const std::string stem = std::string(to_string(t)) + "/" + to_string(l);
+      for (IsCorrectionMode m : {IsCorrectionMode::TokenTruncate, IsCorrectionMode::TokenMask,
+                                 IsCorrectionMode::SequenceTruncate, IsCorrectionMode::SequenceMask})
+        for (bool tight : {false, true}) {
+          Case c = base;
+          c.cfg.is_correction = true;
+          c.cfg.is_mode = m;
+          c.cfg.is_clip_max = tight ? 1.5 : 3.0;
+          if (tight) c.cfg.is_clip_min = 0.6;
+          c.in.sampling_logp = b.sampling_logp;
+          c.name = stem + "/is:" + mode_name(m) + (tight ? "[0.6,1.5]" : "[,3]");
+          cases.push_back(c);
+        }
+      for (bool correction : {false, true}) {
+        Case c = base;
+        c.cfg.off_policy_mask_threshold = 0.05;
+        if (correction) {
+          c.cfg.is_correction = true;
+          c.in.sampling_logp = b.sampling_logp;
+        }
+        c.name = stem + "/opsm" + (correction ? "+is" : "");
+        cases.push_back(c);
+      }
+      {
+        Case c = base;
+        c.cfg.top_entropy_quantile = 0.6;
+        c.cfg.entropy_bonus = true;
+        c.cfg.entropy_coef = 0.05;
+        c.in.entropy = b.entropy;
+        c.name = stem + "/entropy";
+        cases.push_back(c);
+      }
+      {
+        Case c = base;
+        c.cfg.beta = 0.04;
+        c.cfg.use_bias_correction_kl = true;
+        c.name = stem + "/beta-bias-corrected";
+        cases.push_back(c);
+      }
+    }
   return cases;
 }
 
@@ -134,8 +200,17 @@ json case_json(const Case& c) {
               {"vespo_k_neg", c.cfg.vespo_k_neg},
               {"vespo_lambda_neg", c.cfg.vespo_lambda_neg},
               {"beta", c.cfg.beta},
-              {"max_completion_length", c.cfg.max_completion_length}};
-  return {{"config", cfg},
+              {"use_bias_correction_kl", c.cfg.use_bias_correction_kl},
+              {"max_completion_length", c.cfg.max_completion_length},
+              {"off_policy_mask_threshold", c.cfg.off_policy_mask_threshold ? json(*c.cfg.off_policy_mask_threshold) : json(nullptr)},
+              {"top_entropy_quantile", c.cfg.top_entropy_quantile},
+              {"entropy_bonus", c.cfg.entropy_bonus},
+              {"entropy_coef", c.cfg.entropy_coef},
+              {"vllm_importance_sampling_correction", c.cfg.is_correction},
+              {"vllm_importance_sampling_mode", mode_name(c.cfg.is_mode)},
+              {"vllm_importance_sampling_clip_min", c.cfg.is_clip_min ? json(*c.cfg.is_clip_min) : json(nullptr)},
+              {"vllm_importance_sampling_clip_max", c.cfg.is_clip_max ? json(*c.cfg.is_clip_max) : json(nullptr)}};
+  json j = {{"config", cfg},
           {"logp", rows(c.in.logp)},
           {"old_logp", rows(c.in.old_logp)},
           {"ref_logp", rows(c.in.ref_logp)},
@@ -143,9 +218,12 @@ json case_json(const Case& c) {
           {"mask", rows(c.in.mask)},
           {"num_items_in_batch", c.in.num_items_in_batch},
           {"gradient_accumulation_steps", c.cfg.gradient_accumulation_steps}};
+  if (c.in.sampling_logp.defined()) j["sampling_logp"] = rows(c.in.sampling_logp);
+  if (c.in.entropy.defined()) j["entropy"] = rows(c.in.entropy);
+  return j;
 }
 
-// Loss and d loss / d logp of grpo_loss at `logp` (old_logp shifted by `old_shift`).
+// Loss and d loss / d logp of grpo_loss at `logp` and `old_logp`.
 std::pair<double, torch::Tensor> ours(const Case& c, const torch::Tensor& logp, const torch::Tensor& old_logp) {
   LossInputs in = c.in;
   in.logp = logp.clone().requires_grad_(true);
@@ -155,10 +233,13 @@ std::pair<double, torch::Tensor> ours(const Case& c, const torch::Tensor& logp, 
   return {out.loss.item<double>(), in.logp.grad()};
 }
 
-double loss_at(const Case& c, const torch::Tensor& logp, const torch::Tensor& old_logp) {
+// The loss with logp and old_logp moved; the sampler's log-probs move with old_logp by `co_shift`
+// (so the proximal/sampler ratio and the off-policy gap are held where the test co-moves).
+double loss_at(const Case& c, const torch::Tensor& logp, const torch::Tensor& old_logp, const torch::Tensor& co_shift) {
   LossInputs in = c.in;
   in.logp = logp;
   in.old_logp = old_logp;
+  if (in.sampling_logp.defined()) in.sampling_logp = in.sampling_logp + co_shift;
   return grpo_loss(in, c.cfg).loss.item<double>();
 }
 
@@ -201,7 +282,7 @@ private Q_SLOTS:
       const json& r = py["results"][k];
       auto [loss, grad] = ours(c, c.in.logp, c.in.old_logp);
       const double ref_loss = r["loss"].get<double>();
-      auto key = std::string(to_string(c.cfg.type)) + " " + to_string(c.cfg.level);
+      auto key = std::string(to_string(c.cfg.type)) + " " + to_string(c.cfg.level) + (c.cfg.is_correction ? " +IS" : "");
       auto& w = worst[key];
       w.first = std::max(w.first, std::fabs(loss - ref_loss));
       QVERIFY2(close(loss, ref_loss, 1e-6, 1e-12),
@@ -214,6 +295,19 @@ private Q_SLOTS:
             QFAIL(qPrintable(QString("%1: d loss / d logp[%2][%3] = %4, reference %5")
                                  .arg(c.name.c_str()).arg(i).arg(j).arg(g, 0, 'g', 17).arg(ref, 0, 'g', 17)));
         }
+      if (c.cfg.entropy_bonus) {  // the bonus's gradient reaches the entropies
+        LossInputs in = c.in;
+        in.entropy = c.in.entropy.clone().requires_grad_(true);
+        grpo_loss(in, c.cfg).loss.backward();
+        QVERIFY2(r.contains("entropy_grad") && !r["entropy_grad"].is_null(), c.name.c_str());
+        for (int64_t i = 0; i < in.entropy.size(0); ++i)
+          for (int64_t j = 0; j < in.entropy.size(1); ++j) {
+            const double g = in.entropy.grad()[i][j].item<double>(), ref = r["entropy_grad"][i][j].get<double>();
+            if (!close(g, ref, 1e-6, 1e-12))
+              QFAIL(qPrintable(QString("%1: d loss / d entropy[%2][%3] = %4, reference %5")
+                                   .arg(c.name.c_str()).arg(i).arg(j).arg(g, 0, 'g', 17).arg(ref, 0, 'g', 17)));
+          }
+      }
       // TRL's metrics, under TRL's names.
       LossInputs in = c.in;
       auto out = grpo_loss(in, c.cfg);
@@ -222,7 +316,10 @@ private Q_SLOTS:
         QVERIFY2(std::fabs(out.metrics.at(name) - v.get<double>()) <= 1e-9,
                  qPrintable(QString("%1: %2 = %3, reference %4").arg(c.name.c_str(), name.c_str()).arg(out.metrics.at(name)).arg(v.get<double>())));
       }
-      for (const char* name : {"clip_ratio/region_mean", "cispo_clip_ratio", "vespo/phi_seq_mean"})
+      for (const char* name : {"clip_ratio/region_mean", "cispo_clip_ratio", "vespo/phi_seq_mean",
+                               "sampling/importance_sampling_ratio/mean", "sampling/importance_sampling_ratio/frac_masked",
+                               "sampling/importance_sampling_ratio/frac_truncated", "off_policy_mask/frac_dropped",
+                               "entropy_mask/frac_trained"})
         QVERIFY2(out.metrics.count(name) == r["metrics"].count(name),
                  qPrintable(QString("%1: metric %2 logged by one side only").arg(c.name.c_str(), name)));
     }
@@ -238,6 +335,9 @@ private Q_SLOTS:
       // cispo, vespo: the weight is a stopped function of the log-ratio; moving old_logp with logp
       // holds it, so the difference quotient is the gradient autograd gives.
       const bool co_move = c.cfg.type == LossType::CISPO || c.cfg.type == LossType::VESPO;
+      // Except that the bias-corrected KL is the importance weight times the KL: co-moving holds
+      // the weight, so its own gradient would be missed. The reference comparison covers it.
+      if (co_move && c.cfg.use_bias_correction_kl) continue;
       auto [loss, grad] = ours(c, c.in.logp, c.in.old_logp);
       (void)loss;
       for (int64_t i = 0; i < grad.size(0); ++i)
@@ -246,7 +346,8 @@ private Q_SLOTS:
           e[i][j] = h;
           const auto old_p = co_move ? c.in.old_logp + e : c.in.old_logp;
           const auto old_m = co_move ? c.in.old_logp - e : c.in.old_logp;
-          const double fd = (loss_at(c, c.in.logp + e, old_p) - loss_at(c, c.in.logp - e, old_m)) / (2 * h);
+          const auto co = co_move ? e : torch::zeros_like(e);
+          const double fd = (loss_at(c, c.in.logp + e, old_p, co) - loss_at(c, c.in.logp - e, old_m, -co)) / (2 * h);
           const double an = grad[i][j].item<double>();
           if (std::fabs(fd - an) > 1e-6 * std::max(std::fabs(an), 1e-2))
             QFAIL(qPrintable(QString("%1: d loss / d logp[%2][%3]: autograd %4, finite difference %5")

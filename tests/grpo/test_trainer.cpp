@@ -44,6 +44,9 @@ private Q_SLOTS:
       if (std::string(loss_type) == "bnpo") cfg.delta = 1.05;
       cfg.temperature = 1.0;
       cfg.beta = std::string(loss_type) == "grpo" ? 0.05 : 0.0;  // also checks the KL term
+      // The entropy bonus's gradient through the LM head, per-sequence and global-token normalisers.
+      if (std::string(loss_type) == "sapo") cfg.entropy_coef = 0.1, cfg.top_entropy_quantile = 0.5;
+      if (std::string(loss_type) == "dapo" && std::string(level) == "sequence") cfg.entropy_coef = 0.05;
       cfg.per_device_train_batch_size = 2;                       // two micro-batches: accumulation
       cfg.max_completion_length = 6;
       algo::GrpoTrainer trainer(m, cfg);
@@ -88,6 +91,85 @@ private Q_SLOTS:
 
   // A running loop's trainer shares the loop's one config object (config.h, SharedConfig): no copy
   // that a retune could leave behind.
+  void proximalCorrectionWeighsTheSamplerGap() {
+    auto m = tiny_lora_model();
+    auto samples = make_samples(m);
+    // The sampler's log-probs: the policy's own, 0.1 lower on every token (undo the helper's jitter).
+    for (auto& s : samples)
+      for (size_t t = 0; t < s.old_logprobs.size(); ++t) s.old_logprobs[t] -= 0.05f * float(int(t % 3) - 1) + 0.1f;
+    algo::TrainConfig cfg;
+    cfg.loss_type = "dapo";
+    cfg.max_completion_length = 6;
+    cfg.per_device_train_batch_size = 3;  // one micro-batch
+    cfg.vllm_importance_sampling_correction = true;
+    cfg.vllm_importance_sampling_mode = "token_truncate";
+    cfg.vllm_importance_sampling_clip_max = 1.05;
+    algo::GrpoTrainer trainer(m, cfg);
+    auto met = trainer.forward_backward(samples, false);
+    // The clip is taken around the trainer's own policy: every ratio is exactly 1.
+    QCOMPARE(met.at("ratio_min"), 1.0);
+    QCOMPARE(met.at("ratio_max"), 1.0);
+    // The gap to the sampler is 0.1 on every token: exp(0.1) = 1.105, truncated to 1.05 everywhere.
+    QVERIFY2(std::fabs(met.at("sampling/sampling_logp_difference/mean") - 0.1) < 1e-5,
+             std::to_string(met.at("sampling/sampling_logp_difference/mean")).c_str());
+    QVERIFY(std::fabs(met.at("sampling/sampling_logp_difference/max") - 0.1) < 1e-5);
+    QCOMPARE(met.at("sampling/importance_sampling_ratio/max"), 1.05);
+    QCOMPARE(met.at("sampling/importance_sampling_ratio/frac_truncated"), 1.0);
+    // dapo with every ratio 1: the loss is -sum_i A_i L_i w / tokens, w = 1.05.
+    const double tokens = 4 + 2 + 3;
+    const double expect = -(1.2 * 4 - 0.4 * 2 - 0.8 * 3) * 1.05 / tokens;
+    QVERIFY2(std::fabs(met.at("loss") - expect) < 1e-6, std::to_string(met.at("loss")).c_str());  // float advantages
+
+    // Per sequence, masked: exp(0.1 L) = 1.49, 1.22, 1.35 for L = 4, 2, 3; above 1.3 is zeroed.
+    cfg.vllm_importance_sampling_mode = "sequence_mask";
+    cfg.vllm_importance_sampling_clip_max = 1.3;
+    trainer.retune(cfg);
+    met = trainer.forward_backward(samples, false);
+    QVERIFY(std::fabs(met.at("sampling/importance_sampling_ratio/max") - std::exp(0.2)) < 1e-5);  // after masking
+    QCOMPARE(met.at("sampling/importance_sampling_ratio/min"), 0.0);
+    QVERIFY(std::fabs(met.at("sampling/importance_sampling_ratio/frac_masked") - 2.0 / 3.0) < 1e-12);
+    QVERIFY(std::fabs(met.at("loss") - (0.4 * 2 * std::exp(0.2)) / tokens) < 1e-5);
+    // Off: the ratio is taken against the sampler itself, exp(0.1) per token.
+    cfg.vllm_importance_sampling_correction = false;
+    trainer.retune(cfg);
+    met = trainer.forward_backward(samples, false);
+    QVERIFY(std::fabs(met.at("ratio_min") - std::exp(0.1)) < 1e-5);
+    QVERIFY(!met.count("sampling/importance_sampling_ratio/mean"));
+  }
+
+  void adaptiveEntropyMovesTheCoefficient() {
+    auto m = tiny_lora_model();
+    auto samples = make_samples(m);
+    algo::TrainConfig cfg;
+    cfg.max_completion_length = 6;
+    cfg.learning_rate = 1e-4;
+    cfg.use_adaptive_entropy = true;
+    cfg.entropy_coef = 0.1;
+    cfg.entropy_coef_delta = 0.01;
+    cfg.entropy_coef_max = 0.115;
+    cfg.entropy_target = 1e6;  // every step's entropy is below it: the bonus grows to its ceiling
+    algo::GrpoTrainer trainer(m, cfg);
+    // Before any step nothing has been measured: no bonus, the same loss as without one.
+    algo::TrainConfig plain = cfg;
+    plain.use_adaptive_entropy = false;
+    plain.entropy_coef = 0.0;
+    algo::GrpoTrainer reference(m, plain);
+    QCOMPARE(trainer.forward_backward(samples, false).at("loss"), reference.forward_backward(samples, false).at("loss"));
+    QVERIFY(std::fabs(trainer.step(samples).at("entropy_coef") - 0.11) < 1e-12);
+    QVERIFY(std::fabs(trainer.step(samples).at("entropy_coef") - 0.115) < 1e-12);  // the ceiling
+    // Now the bonus applies at the controller's coefficient, exactly as a fixed one would.
+    plain.entropy_coef = 0.115;
+    reference.retune(plain);
+    QCOMPARE(trainer.forward_backward(samples, false).at("loss"), reference.forward_backward(samples, false).at("loss"));
+    // Above the target the coefficient falls one delta a step, to its floor, and no bonus applies.
+    cfg.entropy_target = 0.0;
+    trainer.retune(cfg);
+    QVERIFY(std::fabs(trainer.step(samples).at("entropy_coef") - 0.105) < 1e-12);
+    plain.entropy_coef = 0.0;
+    reference.retune(plain);
+    QCOMPARE(trainer.forward_backward(samples, false).at("loss"), reference.forward_backward(samples, false).at("loss"));
+  }
+
   void trainerSharesTheRunsConfig() {
     auto cfg = std::make_shared<const algo::TrainConfig>();
     algo::GrpoTrainer trainer(tiny_lora_model(), cfg);

@@ -118,7 +118,7 @@ private Q_SLOTS:
       auto* box = page.findChild<QGroupBox*>(QString::fromStdString("group:" + k.group));
       QVERIFY2(box && box->isAncestorOf(edit), k.name.c_str());
     }
-    QCOMPARE(fields, 36);  // the form as the team chose it (config.cpp, kForm)
+    QCOMPARE(fields, 37);  // the form as the team chose it (config.cpp, kForm)
     QVERIFY(page.field("loss_type")->completer() && page.field("epsilon_high"));
     QVERIFY(page.field("temperature")->toolTip().contains("Can be retuned"));
     QVERIFY(!page.field("r")->toolTip().contains("Can be retuned"));
