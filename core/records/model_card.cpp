@@ -164,6 +164,30 @@ MetricsSummary summarize_metrics(const std::string& run_dir, std::optional<int64
   return m;
 }
 
+// The importance ratio and TRL's off-policy knobs, as set: the level always, the rest when on.
+static std::string policy_text(const json& cfg) {
+  std::string out = "importance_sampling_level " + shown(cfg, "importance_sampling_level");
+  auto on = [&](const char* key) {
+    const json* v = json_field(cfg, key);
+    return v && !v->is_null() && *v != false;
+  };
+  if (on("delta")) out += ", delta " + shown(cfg, "delta");
+  if (on("vllm_importance_sampling_correction"))
+    out += ", proximal-policy correction " + shown(cfg, "vllm_importance_sampling_mode") + " in [" +
+           (on("vllm_importance_sampling_clip_min") ? shown(cfg, "vllm_importance_sampling_clip_min") : std::string("0")) +
+           ", " + (on("vllm_importance_sampling_clip_max") ? shown(cfg, "vllm_importance_sampling_clip_max") : std::string("inf")) + "]";
+  else
+    out += ", ratio against the sampler's log-probs";
+  if (on("off_policy_mask_threshold")) out += ", off_policy_mask_threshold " + shown(cfg, "off_policy_mask_threshold");
+  if (const json* q = json_field(cfg, "top_entropy_quantile"); q && q->is_number() && q->get<double>() < 1.0)
+    out += ", top_entropy_quantile " + shown(cfg, "top_entropy_quantile");
+  if (on("use_adaptive_entropy")) out += ", adaptive entropy bonus (target " + shown(cfg, "entropy_target") + ")";
+  else if (const json* e = json_field(cfg, "entropy_coef"); e && e->is_number() && e->get<double>() != 0.0)
+    out += ", entropy_coef " + shown(cfg, "entropy_coef");
+  if (const json* m = json_field(cfg, "max_staleness"); m && m->is_number()) out += "; max_staleness " + shown(cfg, "max_staleness");
+  return out;
+}
+
 std::string model_card(const ModelCardInput& in) {
   const json& cfg = in.run_config;
   std::ostringstream o;
@@ -188,6 +212,7 @@ std::string model_card(const ModelCardInput& in) {
     << shown(cfg, "target_modules") << (rslora && *rslora == true ? ", rsLoRA" : "") << " |\n";
   o << "| loss | " << shown(cfg, "loss_type") << ", epsilon " << shown(cfg, "epsilon") << ", epsilon_high "
     << shown(cfg, "epsilon_high") << ", beta " << shown(cfg, "beta") << " |\n";
+  o << "| policy loss | " << policy_text(cfg) << " |\n";
   o << "| optimizer | AdamW, learning_rate " << shown(cfg, "learning_rate") << " (" << shown(cfg, "lr_scheduler_type")
     << ") |\n";
   o << "| group size | " << shown(cfg, "num_generations") << " completions per prompt |\n";
