@@ -9,6 +9,10 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <cerrno>
+#include <csignal>
+#include <filesystem>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <QCryptographicHash>
@@ -206,7 +210,10 @@ WorkerServer::WorkerServer(WorkerOptions options) : impl_(std::make_unique<Impl>
   d.limits.max_n = std::max<int64_t>(1, o.max_batch_sequences);
   d.limits.max_sequences = d.limits.max_n;
   d.fingerprint = model_fingerprint(o.model_dir);  // as discovery beacons define it
-  d.downloads = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/grpo-worker-XXXXXX");
+  if (int removed = remove_dead_workers_downloads(QDir::tempPath().toStdString()))
+    log_info("grpo worker: removed " + std::to_string(removed) + " download folder(s) of workers that are gone");
+  d.downloads = std::make_unique<QTemporaryDir>(QDir::tempPath() + "/grpo-worker-" +
+                                                QString::number(static_cast<qint64>(::getpid())) + "-XXXXXX");
   check(d.downloads->isValid(), "grpo worker", "cannot create a temporary download directory",
         "is $TMPDIR writable?");
   AdapterStoreOptions ao;
@@ -218,6 +225,30 @@ WorkerServer::WorkerServer(WorkerOptions options) : impl_(std::make_unique<Impl>
     fetch_file(url, dest, token, pins, max_bytes);
   };
   d.adapters = std::make_unique<AdapterStore>(d.base, ao);
+}
+
+int remove_dead_workers_downloads(const std::string& tmp_dir, int max_entries) {
+  namespace fs = std::filesystem;
+  const std::string prefix = "grpo-worker-";
+  int removed = 0, seen = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(tmp_dir, ec), end; !ec && it != end && seen < max_entries; it.increment(ec), ++seen) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const size_t dash = name.find('-', prefix.size());
+    if (dash == std::string::npos || dash == prefix.size() || dash - prefix.size() > 9) continue;  // not ours
+    const std::string digits = name.substr(prefix.size(), dash - prefix.size());
+    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid <= 1 || pid == ::getpid()) continue;
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // running, or not ours to ask about
+    std::error_code rm;
+    fs::remove_all(it->path(), rm);
+    if (!rm) ++removed;
+  }
+  return removed;
 }
 
 WorkerServer::~WorkerServer() { stop(); }

@@ -82,4 +82,11 @@ private:
 // worker serves TLS).
 std::string advertised_url(const std::string& host, uint16_t port, const std::string& bound_url);
 
+// A worker downloads adapters into `tmp_dir`/grpo-worker-<pid>-XXXXXX and removes it when it stops;
+// one that was killed (SIGKILL, a node's OOM killer, Slurm past its time limit) cannot. At start a
+// worker removes the folders of workers that are gone: named with a pid that no longer runs, and
+// owned by this user. Looks at no more than `max_entries` entries of `tmp_dir`; returns how many
+// folders it removed. Folders of running workers, and names it did not make, are left alone.
+int remove_dead_workers_downloads(const std::string& tmp_dir, int max_entries = 100000);
+
 }  // namespace grpo::cluster

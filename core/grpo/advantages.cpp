@@ -27,7 +27,7 @@ std::pair<torch::Tensor, torch::Tensor> masked_mean_std(const torch::Tensor& x) 
 }  // namespace
 
 Advantages compute_advantages(const torch::Tensor& per_func, const std::vector<double>& weights,
-                              int64_t group_size, ScaleRewards scale, double eps) {
+                              int64_t group_size, ScaleRewards scale, double eps, MultiObjective aggregation) {
   check(per_func.dim() == 2, "compute_advantages", "per-function rewards must be (F, B)");
   const int64_t F = per_func.size(0), B = per_func.size(1);
   check(group_size > 0 && B % group_size == 0, "compute_advantages",
@@ -60,6 +60,18 @@ Advantages compute_advantages(const torch::Tensor& per_func, const std::vector<d
     centered = centered / (bstd + eps);
   }
   auto adv = centered.reshape({B});
+  if (aggregation == MultiObjective::NormalizeThenSum) {
+    // GDPO (TRL's normalize_then_sum): each function z-scored within its group over the samples it
+    // scored, the weighted nansum, then z-scored over the batch (unbiased std, as torch.std).
+    auto per = r.view({F, B / group_size, group_size});                 // (F, n_groups, G)
+    auto [fmean, fstd] = masked_mean_std(per.reshape({F * (B / group_size), group_size}));
+    auto z = (per - fmean.view({F, B / group_size, 1})) / (fstd.view({F, B / group_size, 1}) + eps);
+    auto zsum = torch::where(torch::isnan(z), torch::zeros_like(z), z * w.view({F, 1, 1})).sum(0).reshape({B});
+    const double bmean = zsum.mean().item<double>();
+    const double bstd = B > 1 ? zsum.std().item<double>() : 0.0;
+    adv = (zsum - bmean) / (bstd + eps);
+    adv = torch::where(all_none, torch::zeros_like(adv), adv);
+  }
   out.advantages = torch::where(torch::isnan(adv), torch::zeros_like(adv), adv);
   return out;
 }

@@ -28,7 +28,11 @@ struct Advantages {
 // B must be a multiple of group_size; samples of one group are contiguous.
 // A_i = (r_i - mean_g(r)) / (std + eps) for Group/Batch scaling, r_i - mean_g(r) for None,
 // with mean and std over scored samples only (TRL GRPOTrainer: unbiased std, eps = 1e-4).
+// With NormalizeThenSum (GDPO) each function is z-scored within its group first, the weighted
+// sum is taken, and that is z-scored over the batch; `scale` does not apply (TRL's rule).
+// `rewards` stay the plain weighted sums either way (the reward metrics).
 Advantages compute_advantages(const torch::Tensor& per_func, const std::vector<double>& weights,
-                              int64_t group_size, ScaleRewards scale, double eps = 1e-4);
+                              int64_t group_size, ScaleRewards scale, double eps = 1e-4,
+                              MultiObjective aggregation = MultiObjective::SumThenNormalize);
 
 }  // namespace grpo::grpo

@@ -114,6 +114,13 @@ inline constexpr Choices<ScaleRewards, 5> kScaleRewards{"scale_rewards",
                                                          {ScaleRewards::Group, "true", true},
                                                          {ScaleRewards::None, "false", true}}}};
 
+// How several reward functions become one advantage (TRL's multi_objective_aggregation;
+// docs/formulas.md, "Group advantages"): sum then normalise, or normalise each then sum (GDPO).
+enum class MultiObjective { SumThenNormalize, NormalizeThenSum };
+inline constexpr Choices<MultiObjective, 2> kMultiObjective{
+    "multi_objective_aggregation",
+    {{{MultiObjective::SumThenNormalize, "sum_then_normalize"}, {MultiObjective::NormalizeThenSum, "normalize_then_sum"}}}};
+
 // The learning rate after warmup (core/grpo/optimizer.h).
 enum class LrSchedule { Constant, Linear, Cosine };
 inline constexpr Choices<LrSchedule, 3> kLrSchedules{

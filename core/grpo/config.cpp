@@ -73,6 +73,7 @@ const ConfigTable<TrainConfig>& table() {
       {"GRPO loss",
        {{"loss_type", &T::loss_type, one_of(kLossTypes.names()), "Policy loss (TRL's): grpo (per sequence), bnpo (per batch), dr_grpo (constant), dapo (per token, global batch) clip the ratio; cispo clips the ratio as a stopped weight on log-probs; sapo gates it softly; luspo weighs each sequence by its length (with importance_sampling_level sequence); vespo weighs log-probs by a gamma function of the sequence ratio.", kForm},
         {"scale_rewards", &T::scale_rewards, one_of(kScaleRewards.names()), "Advantage scaling: divide by the group's reward std, the batch's, or not at all.", kForm},
+        {"multi_objective_aggregation", &T::multi_objective_aggregation, one_of(kMultiObjective.names()), "Several reward functions: sum them (weighted) then normalise in the group, or normalise each in its group, sum, then normalise over the batch (GDPO; scale_rewards does not apply).", kLive},
         {"epsilon", &T::epsilon, left_open(0, 1), "Lower clipping range of the importance ratio (1 - epsilon).", kLive | kForm},
         {"epsilon_high", &T::epsilon_high, left_open(0, 10), "Upper clipping range (1 + epsilon_high; null = epsilon); DAPO's clip-higher uses 0.28. With cispo, the cap of the ratio itself (TRL suggests 5).", kLive | kForm},
         {"beta", &T::beta, closed(0, 100), "KL coefficient against the base model; 0 skips the reference model.", kLive | kForm},

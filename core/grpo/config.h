@@ -64,6 +64,7 @@ struct TrainConfig {
   // GRPO loss
   std::string loss_type = "dapo";
   std::string scale_rewards = "group";
+  std::string multi_objective_aggregation = "sum_then_normalize";  // or normalize_then_sum (GDPO)
   double epsilon = 0.2;
   std::optional<double> epsilon_high;  // None = epsilon
   double beta = 0.0;

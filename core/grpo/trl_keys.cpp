@@ -128,7 +128,6 @@ const std::vector<TrlKey>& trl_key_table() {
       {"num_iterations", Kind::Neutral, "one optimizer pass over each batch (mu = 1)", {1}},
       // (delta, importance_sampling_level, sapo_temperature_*, vespo_*, the entropy, off-policy and
       // vllm_importance_sampling_* keys: keys of the key table)
-      {"multi_objective_aggregation", Kind::Neutral, "rewards are summed with reward_weights, then normalized", {"sum_then_normalize"}},
       {"sync_ref_model", Kind::Neutral, kNoRef, {false}},
       {"ref_model_mixup_alpha", Kind::Ignore, kNoRef, {}},
       {"ref_model_sync_steps", Kind::Ignore, kNoRef, {}},

@@ -237,12 +237,14 @@ void RolloutPipeline::scorer_loop() {
     const double wait = seconds_since(g->generated);
     const auto t0 = Clock::now();
     grpo::ScaleRewards scale;
+    grpo::MultiObjective aggregation;
     {
       std::lock_guard<std::mutex> lock(mu_);
       scale = grpo::parse_scale_rewards(cfg_->scale_rewards, "scale_rewards");
+      aggregation = grpo::kMultiObjective.parse(cfg_->multi_objective_aggregation, "multi_objective_aggregation");
     }
     // Each group is scored alone, as AsyncGRPO's rollout worker does ("batch" scaling uses the group).
-    score_groups(*opts_.policy, *opts_.rewards, scale, {g.get()}, opts_.rewards_mutex);
+    score_groups(*opts_.policy, *opts_.rewards, scale, {g.get()}, opts_.rewards_mutex, aggregation);
     const double score_s = seconds_since(t0);
     g->enqueued = Clock::now();
     double blocked = 0;

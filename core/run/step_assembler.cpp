@@ -25,7 +25,8 @@ std::pair<double, double> mean_std(const std::vector<double>& v) {
 }  // namespace
 
 void score_groups(const Policy& policy, rollout::RewardSet& rewards, grpo::ScaleRewards scale,
-                  const std::vector<ScoredGroup*>& groups, std::mutex* rewards_mutex) {
+                  const std::vector<ScoredGroup*>& groups, std::mutex* rewards_mutex,
+                  grpo::MultiObjective aggregation) {
   if (groups.empty()) return;
   const int64_t G = static_cast<int64_t>(groups.front()->result.completions.size());
   std::vector<rollout::RewardInput> inputs;
@@ -51,7 +52,7 @@ void score_groups(const Policy& policy, rollout::RewardSet& rewards, grpo::Scale
   auto pf = per_func.accessor<double, 2>();
   for (int64_t f = 0; f < F; ++f)
     for (int64_t b = 0; b < B; ++b) pf[f][b] = scores.per_function[f][b];
-  auto adv = grpo::compute_advantages(per_func, scores.weights, G, scale);
+  auto adv = grpo::compute_advantages(per_func, scores.weights, G, scale, 1e-4, aggregation);
   auto r = adv.rewards.accessor<double, 1>();
   auto a = adv.advantages.accessor<double, 1>();
   for (size_t k = 0; k < groups.size(); ++k) {

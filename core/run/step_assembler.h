@@ -38,7 +38,8 @@ struct ScoredGroup {
 // scorer passes one group at a time, as AsyncGRPO's rollout worker does; the synchronous loop
 // passes the whole step. `rewards_mutex`, when given, is held while the reward functions run.
 void score_groups(const Policy& policy, rollout::RewardSet& rewards, grpo::ScaleRewards scale,
-                  const std::vector<ScoredGroup*>& groups, std::mutex* rewards_mutex = nullptr);
+                  const std::vector<ScoredGroup*>& groups, std::mutex* rewards_mutex = nullptr,
+                  grpo::MultiObjective aggregation = grpo::MultiObjective::SumThenNormalize);
 
 struct AssembledStep {
   std::vector<grpo::TrainSample> samples;  // completions with tokens, with their advantages

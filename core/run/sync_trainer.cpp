@@ -61,7 +61,8 @@ StepReport SyncTrainer::one_step(int64_t step) {
     to_score.push_back(&groups[p]);
   }
   // The whole step is scored together ("batch" scaling spans it).
-  score_groups(run_.policy, run_.rewards, grpo::parse_scale_rewards(cfg().scale_rewards, "scale_rewards"), to_score);
+  score_groups(run_.policy, run_.rewards, grpo::parse_scale_rewards(cfg().scale_rewards, "scale_rewards"), to_score,
+               nullptr, grpo::kMultiObjective.parse(cfg().multi_objective_aggregation, "multi_objective_aggregation"));
   const double score_s = seconds_since(t_score);
 
   AssembledStep assembled = assemble_step(step, std::vector<const ScoredGroup*>(to_score.begin(), to_score.end()));

@@ -24,6 +24,8 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -35,6 +37,7 @@
 
 #include "core/cluster/beacon.h"
 #include "core/cluster/http_server.h"
+#include "core/cluster/worker_server.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
 #include "core/model/peft_io.h"
@@ -158,6 +161,30 @@ private Q_SLOTS:
     QVERIFY2(stopped, "grpo worker ignored SIGTERM");
     QVERIFY2(worker_->exitStatus() == QProcess::NormalExit && worker_->exitCode() == 0, err.constData());
     worker_.reset();
+  }
+
+  void deadWorkersDownloadsAreRemoved() {
+    // A worker killed with SIGKILL leaves its download folder; the next worker to start removes it,
+    // and only it: a pid that is gone, a folder, this user's.
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    QVERIFY(child > 0);
+    int status = 0;
+    QCOMPARE(::waitpid(child, &status, 0), child);  // reaped: the pid runs nothing now
+    const std::filesystem::path root = tmp.path().toStdString();
+    const auto dead = root / ("grpo-worker-" + std::to_string(child) + "-aBc123");
+    const auto alive = root / ("grpo-worker-" + std::to_string(::getppid()) + "-aBc123");
+    const auto old_style = root / "grpo-worker-aBc123";
+    const auto a_file = root / ("grpo-worker-" + std::to_string(child) + "-file");
+    for (const auto& d : {dead, alive, old_style}) std::filesystem::create_directories(d / "adapter");
+    grpo::write_file_atomic((dead / "adapter" / "adapter_model.safetensors").string(), "x");
+    grpo::write_file_atomic(a_file.string(), "not a folder");
+    QCOMPARE(grpo::cluster::remove_dead_workers_downloads(root.string()), 1);
+    QVERIFY(!std::filesystem::exists(dead));
+    QVERIFY(std::filesystem::exists(alive) && std::filesystem::exists(old_style) && std::filesystem::exists(a_file));
+    QCOMPARE(grpo::cluster::remove_dead_workers_downloads(root.string()), 0);
   }
 
   void healthModelsAndServerInfo() {

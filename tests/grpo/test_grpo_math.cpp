@@ -52,6 +52,41 @@ private Q_SLOTS:
     QVERIFY(near(a.advantages[0].item<double>(), -1.0 / (s + 1e-4)));
     QVERIFY(near(a.advantages[3].item<double>(), 1.0 / (s + 1e-4)));
   }
+  void normalizeThenSumIsGdpo() {
+    // Two functions, two groups of three: each function z-scored in its group (unbiased std, +1e-4;
+    // a None left out), weighted and summed, then z-scored over the batch. Written out with loops.
+    const double nan = std::nan("");
+    const std::vector<std::vector<double>> f = {{1, 0, 0, 1, 1, 0}, {0, 2, 4, 3, 3, nan}};
+    const std::vector<double> w = {1.0, 0.5};
+    std::vector<double> sum(6, 0.0);
+    for (size_t k = 0; k < 2; ++k)
+      for (int g = 0; g < 2; ++g) {
+        double m = 0, n = 0, v = 0;
+        for (int i = 0; i < 3; ++i) if (!std::isnan(f[k][g * 3 + i])) m += f[k][g * 3 + i], n += 1;
+        m /= n;
+        for (int i = 0; i < 3; ++i) if (!std::isnan(f[k][g * 3 + i])) v += (f[k][g * 3 + i] - m) * (f[k][g * 3 + i] - m);
+        const double sd = n >= 2 ? std::sqrt(v / (n - 1)) : 0.0;
+        for (int i = 0; i < 3; ++i)
+          if (!std::isnan(f[k][g * 3 + i])) sum[g * 3 + i] += w[k] * (f[k][g * 3 + i] - m) / (sd + 1e-4);
+      }
+    double bm = 0, bv = 0;
+    for (double x : sum) bm += x / 6;
+    for (double x : sum) bv += (x - bm) * (x - bm) / 5;
+    auto per = torch::tensor({1., 0., 0., 1., 1., 0., 0., 2., 4., 3., 3., nan}, torch::kFloat64).view({2, 6});
+    for (ScaleRewards scale : {ScaleRewards::Group, ScaleRewards::None}) {  // scale_rewards does not apply
+      auto a = compute_advantages(per, w, 3, scale, 1e-4, MultiObjective::NormalizeThenSum);
+      for (int i = 0; i < 6; ++i)
+        QVERIFY2(std::fabs(a.advantages[i].item<double>() - (sum[i] - bm) / (std::sqrt(bv) + 1e-4)) < 1e-12,
+                 std::to_string(i).c_str());
+      // The reward metrics stay the plain weighted sums (a None counts as nothing).
+      QCOMPARE(a.rewards[5].item<double>(), 0.0);
+      QCOMPARE(a.rewards[1].item<double>(), 1.0);
+    }
+    // And it differs from summing first.
+    auto s = compute_advantages(per, w, 3, ScaleRewards::Group);
+    QVERIFY((s.advantages - compute_advantages(per, w, 3, ScaleRewards::Group, 1e-4, MultiObjective::NormalizeThenSum).advantages).abs().max().item<double>() > 0.1);
+  }
+
   void badShapesAreErrors() {
     QVERIFY_THROWS_EXCEPTION(grpo::Error, compute_advantages(d({1, 2, 3}).view({1, 3}), {}, 2, ScaleRewards::Group));
     QVERIFY_THROWS_EXCEPTION(grpo::Error, compute_advantages(d({1, 2}).view({1, 2}), {1, 2}, 2, ScaleRewards::Group));
