@@ -337,6 +337,12 @@ TrlImport translate_trl_config(const json& j, const std::string& source,
         break;
       case Kind::Rename: {
         const std::string target = k->text;
+        // TRL writes a deprecated spelling it no longer reads as null beside the new key
+        // (vllm_importance_sampling_cap: null with vllm_importance_sampling_clip_max: 3.0): unset.
+        if (value.is_null() && target != "target_modules") {
+          out.ignored.push_back({key, value, "TRL's null: unset (\"" + target + "\" keeps its value)"});
+          break;
+        }
         if (j.contains(target) && j[target] != value)
           throw Error(source, "keys \"" + key + "\" (" + value.dump() + ") and \"" + target + "\" (" +
                                   j[target].dump() + ") set the same thing to different values",

@@ -183,6 +183,15 @@ private Q_SLOTS:
     QVERIFY(!c.vllm_importance_sampling_clip_min.has_value());
     QVERIFY(!has_note(t.ignored, "vllm_importance_sampling_correction", ""));
     QVERIFY(!has_note(t.ignored, "vllm_importance_sampling_cap", ""));
+    // TRL 1.10+ dumps the deprecated cap as null beside clip_max: unset, not "no bound".
+    const json newer = {{"vllm_importance_sampling_cap", nullptr}, {"vllm_importance_sampling_clip_max", 2.5}};
+    TrainConfig n;
+    n.apply(newer, "grpo_config.json");
+    QVERIFY(n.vllm_importance_sampling_clip_max.has_value() && *n.vllm_importance_sampling_clip_max == 2.5);
+    TrainConfig alone;
+    alone.apply({{"vllm_importance_sampling_cap", nullptr}}, "grpo_config.json");
+    QVERIFY(alone.vllm_importance_sampling_clip_max.has_value() && *alone.vllm_importance_sampling_clip_max == 3.0);
+    QVERIFY(has_note(translate(newer).ignored, "vllm_importance_sampling_cap", "unset"));
     QVERIFY(has_note(t.ignored, "num_iterations", "mu = 1"));
     QVERIFY(has_note(t.translated, "scale_rewards", "\"none\""));
 
