@@ -89,6 +89,17 @@ nlohmann::json sum_metrics(const std::string& run_dir, const std::vector<std::st
   return out;
 }
 
+// A run that stopped early would make its side look fast: both sides must train every step.
+void require_all_steps(const std::string& run_dir, int64_t steps, const std::string& side) {
+  int64_t last = 0;
+  for (const auto& j : RunFolder(run_dir).read_metrics(Malformed::Refuse))
+    if (j.contains("step") && j["step"].is_number_integer()) last = std::max<int64_t>(last, j["step"].get<int64_t>());
+  check(last == steps, "bench async",
+        "the " + side + " run stopped at step " + std::to_string(last) + " of " + std::to_string(steps) +
+            ", so its wall time means nothing",
+        "see its events.jsonl (run the same config with grpo train" + std::string(side == "sync" ? " --sync" : "") + ")");
+}
+
 }  // namespace
 
 nlohmann::json bench_async(const AsyncBenchOptions& o) {
@@ -105,6 +116,7 @@ nlohmann::json bench_async(const AsyncBenchOptions& o) {
     const auto t_run = Clock::now();
     trainer.run();
     const double wall = seconds_since(t_run);
+    require_all_steps(dir, o.steps, "sync");
     auto s = sum_metrics(dir, {"perf/generate_s", "perf/fwd_bwd_s", "perf/optimizer_s", "rollout/score_s"});
     r["sync_wall_s"] = wall;
     r["sync_setup_s"] = std::chrono::duration<double>(t_run - t0).count();
@@ -120,6 +132,7 @@ nlohmann::json bench_async(const AsyncBenchOptions& o) {
     const auto t_run = Clock::now();
     engine.run();
     const double wall = seconds_since(t_run);
+    require_all_steps(dir, o.steps, "async");
     auto s = sum_metrics(dir, {"perf/rollout_wait_s", "perf/step_s", "rollout/backpressure_s", "generation_idle_frac",
                                "sample/staleness_mean", "sample/dropped_stale_total"});
     r["async_wall_s"] = wall;
