@@ -97,7 +97,8 @@ void require_all_steps(const std::string& run_dir, int64_t steps, const std::str
   check(last == steps, "bench async",
         "the " + side + " run stopped at step " + std::to_string(last) + " of " + std::to_string(steps) +
             ", so its wall time means nothing",
-        "see its events.jsonl (run the same config with grpo train" + std::string(side == "sync" ? " --sync" : "") + ")");
+        std::string("see its ") + RunFolder::kEventsFile + " (run the same config with grpo train" +
+            (side == "sync" ? " --sync" : "") + ")");
 }
 
 }  // namespace
