@@ -53,18 +53,26 @@ torch::Tensor vespo_weights(const torch::Tensor& log_ratio, const torch::Tensor&
 bool sequence_mode(IsCorrectionMode m) {
   return m == IsCorrectionMode::SequenceTruncate || m == IsCorrectionMode::SequenceMask;
 }
+bool truncate_mode(IsCorrectionMode m) {
+  return m == IsCorrectionMode::TokenTruncate || m == IsCorrectionMode::SequenceTruncate;
+}
 
-// TRL's importance-sampling ratio between the proximal policy and the sampler: exp(old - sampling)
-// per token (B, T), or exp of its sum over the completion per sequence (B, 1); a NaN sampler
-// log-prob counts as no gap. Truncated into [clip_min, clip_max], or zeroed outside it. No grad.
-torch::Tensor is_ratio_of(const torch::Tensor& old_logp, const torch::Tensor& sampling_logp, const torch::Tensor& mask,
-                          const LossConfig& cfg) {
+// TRL's importance-sampling ratio between the proximal policy and the sampler, before its bounds:
+// exp(old - sampling) per token (B, T), or exp of its sum over the completion per sequence (B, 1);
+// a NaN sampler log-prob counts as no gap. No grad.
+torch::Tensor raw_is_ratio(const torch::Tensor& old_logp, const torch::Tensor& sampling_logp, const torch::Tensor& mask,
+                           IsCorrectionMode mode) {
   torch::NoGradGuard no_grad;
   auto diff = torch::nan_to_num((old_logp - sampling_logp) * mask, 0.0);
-  if (sequence_mode(cfg.is_mode)) diff = diff.sum(-1, true);
-  auto r = torch::exp(diff);
-  const bool truncate = cfg.is_mode == IsCorrectionMode::TokenTruncate || cfg.is_mode == IsCorrectionMode::SequenceTruncate;
-  if (truncate) {
+  if (sequence_mode(mode)) diff = diff.sum(-1, true);
+  return torch::exp(diff);
+}
+
+// The ratio truncated into [clip_min, clip_max], or zeroed outside it.
+torch::Tensor bounded_is_ratio(const torch::Tensor& raw, const LossConfig& cfg) {
+  torch::NoGradGuard no_grad;
+  auto r = raw;
+  if (truncate_mode(cfg.is_mode)) {
     if (cfg.is_clip_min) r = torch::clamp_min(r, *cfg.is_clip_min);
     if (cfg.is_clip_max) r = torch::clamp_max(r, *cfg.is_clip_max);
   } else {
@@ -136,8 +144,11 @@ LossOutput grpo_loss(const LossInputs& in, const LossConfig& cfg) {
   }
   auto coef_1 = torch::exp(log_w);
   const torch::Tensor sampling = in.sampling_logp.defined() ? in.sampling_logp.detach() : in.old_logp.detach();
-  torch::Tensor is_ratio;  // (B, T) or (B, 1), no grad
-  if (cfg.is_correction) is_ratio = is_ratio_of(in.old_logp.detach(), sampling, mask, cfg);
+  torch::Tensor raw_ratio, is_ratio;  // (B, T) or (B, 1), no grad
+  if (cfg.is_correction) {
+    raw_ratio = raw_is_ratio(in.old_logp.detach(), sampling, mask, cfg.is_mode);
+    is_ratio = bounded_is_ratio(raw_ratio, cfg);
+  }
 
   // k3 KL to the reference, optionally times the (undetached, uncapped) importance weight.
   torch::Tensor kl_ref;
@@ -273,14 +284,8 @@ LossOutput grpo_loss(const LossInputs& in, const LossConfig& cfg) {
     out.metrics["sampling/importance_sampling_ratio/min"] = any ? flat.min().item<double>() : 0.0;
     out.metrics["sampling/importance_sampling_ratio/mean"] = any ? flat.mean().item<double>() : 0.0;
     out.metrics["sampling/importance_sampling_ratio/max"] = any ? flat.max().item<double>() : 0.0;
-    const bool truncate = cfg.is_mode == IsCorrectionMode::TokenTruncate || cfg.is_mode == IsCorrectionMode::SequenceTruncate;
-    if (truncate) {
-      // Entries the clamp moved: recompute the raw ratio and compare.
-      LossConfig raw = cfg;
-      raw.is_clip_min.reset();
-      raw.is_clip_max.reset();
-      auto unclamped = is_ratio_of(in.old_logp.detach(), sampling, mask, raw);
-      auto moved = (unclamped != is_ratio).to(mask.scalar_type());
+    if (truncate_mode(cfg.is_mode)) {  // entries the clamp moved
+      auto moved = (raw_ratio != is_ratio).to(mask.scalar_type());
       out.metrics["sampling/importance_sampling_ratio/frac_truncated"] = batch_mean(moved, mask);
     } else {
       out.metrics["sampling/importance_sampling_ratio/frac_masked"] = batch_mean((is_ratio == 0).to(mask.scalar_type()), mask);

@@ -9,6 +9,7 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/common/timing.h"
+#include "core/grpo/metrics.h"
 #include "core/grpo/packing.h"
 
 namespace grpo::grpo {
@@ -317,7 +318,7 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
 
   std::map<std::string, double> sums;  // token-weighted sums of per-micro-batch metrics
   double tokens_total = 0, entropy_sum = 0, loss_sum = 0, forwarded = 0, calls = 0;
-  std::map<std::string, double> mins, maxes;  // metrics named *_min, */min, *_max, */max
+  std::map<std::string, double> mins, maxes;  // extremes by the window's rule (reduction_for)
   for (const auto& members : batches.rows) {
     PackedRow r = build_row(samples, members, layout, attention_weight, call_tokens);
     if (r.targets.numel() == 0) continue;
@@ -380,15 +381,12 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
     loss_sum += out.loss.item<double>();
     bonus_entropy_sum_ += out.entropy_sum;
     bonus_tokens_ += out.entropy_tokens;
-    auto ends_with = [](const std::string& k, const char* suffix) {
-      const std::string s(suffix);
-      return k.size() >= s.size() && k.compare(k.size() - s.size(), s.size(), s) == 0;
-    };
     for (const auto& [k, v] : out.metrics) {
       if (k == "policy_loss") continue;
-      if (ends_with(k, "_min") || ends_with(k, "/min")) {
+      const Reduction how = reduction_for(k);  // the window's rule: a "min" or "max" word is an extreme
+      if (how == Reduction::Min) {
         if (ntok > 0) mins[k] = mins.count(k) ? std::min(mins[k], v) : v;
-      } else if (ends_with(k, "_max") || ends_with(k, "/max")) {
+      } else if (how == Reduction::Max) {
         if (ntok > 0) maxes[k] = maxes.count(k) ? std::max(maxes[k], v) : v;
       } else {
         sums[k] += v * ntok;
