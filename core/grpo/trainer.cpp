@@ -16,6 +16,9 @@ namespace grpo::grpo {
 namespace {
 
 
+// TRL's _entropy_bonus_enabled: a static coefficient, or adaptive control (which may be at 0 now).
+bool entropy_bonus_on(const TrainConfig& c) { return c.entropy_coef != 0.0 || c.use_adaptive_entropy; }
+
 LossConfig loss_config(const TrainConfig& c, int64_t micro_batches) {
   LossConfig l;
   l.type = parse_loss_type(c.loss_type, "loss_type");
@@ -33,7 +36,7 @@ LossConfig loss_config(const TrainConfig& c, int64_t micro_batches) {
   l.use_bias_correction_kl = c.use_bias_correction_kl;
   l.off_policy_mask_threshold = c.off_policy_mask_threshold;
   l.top_entropy_quantile = c.top_entropy_quantile;
-  l.entropy_bonus = c.entropy_coef != 0.0 || c.use_adaptive_entropy;
+  l.entropy_bonus = entropy_bonus_on(c);
   l.is_correction = c.vllm_importance_sampling_correction;
   l.is_mode = kIsCorrectionModes.parse(c.vllm_importance_sampling_mode, "vllm_importance_sampling_mode");
   l.is_clip_min = c.vllm_importance_sampling_clip_min;
@@ -258,7 +261,7 @@ std::map<std::string, double> GrpoTrainer::step(const std::vector<TrainSample>& 
   metrics["learning_rate"] = optimizer_->current_lr();
   metrics["perf/optimizer_s"] = seconds_since(t_opt);
   const TrainConfig& c = *config_;
-  if (c.entropy_coef != 0.0 || c.use_adaptive_entropy) {
+  if (entropy_bonus_on(c)) {
     // TRL's adaptive entropy control: the step's mean entropy (over the tokens the bonus saw) moves
     // the coefficient one entropy_coef_delta toward more bonus when at or below entropy_target, less
     // above it, within [entropy_coef_min, entropy_coef_max]; the next step applies it.
@@ -395,7 +398,7 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   }
 
   // Token-weighted means of the micro-batches' metrics; extremes over the micro-batches that
-  // trained a token (ratio_* default to 1, other extremes to 0, when none did).
+  // trained a token (when none did, ratio_min and ratio_max are 1 and the others are not logged).
   for (const auto& [k, v] : sums) metrics[k] = tokens_total > 0 ? v / tokens_total : 0.0;
   for (const auto& [k, v] : mins) metrics[k] = v;
   for (const auto& [k, v] : maxes) metrics[k] = v;
