@@ -61,6 +61,7 @@ struct TrainConfig {
   double max_grad_norm = 1.0;
   double weight_decay = 0.0;
   double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;
+  int64_t num_iterations = 1;               // optimizer steps on each batch (TRL's mu)
   // GRPO loss
   std::string loss_type = "dapo";
   std::string scale_rewards = "group";

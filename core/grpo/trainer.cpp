@@ -248,7 +248,26 @@ void GrpoTrainer::retune(SharedConfig config) {
 
 std::map<std::string, double> GrpoTrainer::step(const std::vector<TrainSample>& samples) {
   const auto t_step = std::chrono::steady_clock::now();
-  auto metrics = forward_backward(samples, true);
+  return finish_step(samples, forward_backward(samples, true, nullptr), t_step);
+}
+
+std::map<std::string, double> GrpoTrainer::step(std::vector<TrainSample>& samples, int64_t pass) {
+  check(pass >= 0, "trainer", "a negative pass over a batch");
+  const auto t_step = std::chrono::steady_clock::now();
+  // Later passes need pi_old of the batch's first step: with the proximal correction that is the
+  // trainer's policy then, which only this pass can see (without it pi_old is the sampler's).
+  const bool record = pass == 0 && config_->num_iterations > 1 && config_->vllm_importance_sampling_correction;
+  std::vector<std::vector<float>> logps;
+  auto metrics = finish_step(samples, forward_backward(samples, true, record ? &logps : nullptr), t_step);
+  if (record)
+    for (size_t i = 0; i < samples.size(); ++i) samples[i].proximal_logprobs = std::move(logps[i]);
+  metrics["batch/reuse_pass"] = static_cast<double>(pass);
+  return metrics;
+}
+
+std::map<std::string, double> GrpoTrainer::finish_step(const std::vector<TrainSample>& samples,
+                                                       std::map<std::string, double> metrics,
+                                                       std::chrono::steady_clock::time_point t_step) {
   metrics["perf/fwd_bwd_s"] = seconds_since(t_step);
   double flops = 0;
   for (const auto& s : samples) {
@@ -277,19 +296,29 @@ std::map<std::string, double> GrpoTrainer::step(const std::vector<TrainSample>& 
 }
 
 std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<TrainSample>& samples, bool backward) {
+  return forward_backward(samples, backward, nullptr);
+}
+
+std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<TrainSample>& samples, bool backward,
+                                                            std::vector<std::vector<float>>* record) {
   check(!samples.empty(), "trainer", "no samples to train on");
   const torch::Device dev = model_->device();
   model_->train();
 
+  bool have_proximal = false;
+  for (const auto& s : samples) have_proximal = have_proximal || !s.proximal_logprobs.empty();
   std::vector<int64_t> lengths;
   for (const auto& s : samples) {
     check(s.old_logprobs.size() == s.completion_ids.size() && !s.prompt_ids.empty(), "trainer",
           "sample needs a prompt and one behaviour log-prob per completion token");
+    check(s.proximal_logprobs.size() == (have_proximal ? s.completion_ids.size() : 0), "trainer",
+          "proximal log-probs must be given for every sample of a batch (one per completion token) or for none");
     lengths.push_back(static_cast<int64_t>(s.prompt_ids.size() + s.completion_ids.size()));
   }
   PackedBatches batches = config_->token_budget > 0 ? pack_token_budget(lengths, config_->token_budget)
                                                    : pack_fixed_count(lengths, config_->per_device_train_batch_size);
   std::map<std::string, double> metrics = batches.metrics;
+  if (record) record->assign(samples.size(), {});
   auto mask_of = [&](const TrainSample& s) { return config_->mask_truncated_completions && s.truncated ? 0.0 : 1.0; };
 
   // dapo normalises by the active tokens of the whole accumulated batch.
@@ -334,7 +363,7 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
 
     // (B, Tc) layout for the loss.
     std::vector<int64_t> cols;
-    std::vector<float> old;
+    std::vector<float> old, prox;
     std::vector<float> mask;
     std::vector<int64_t> counter(r.samples.size(), 0);
     for (size_t t = 0; t < r.sample_of_token.size(); ++t) {
@@ -342,8 +371,14 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
       const TrainSample& s = samples[r.samples[k]];
       cols.push_back(counter[k]);
       old.push_back(s.old_logprobs[counter[k]]);
+      if (have_proximal) prox.push_back(s.proximal_logprobs[counter[k]]);
       mask.push_back(static_cast<float>(mask_of(s)));
       ++counter[k];
+    }
+    if (record) {
+      auto flat = logp.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+      const float* v = flat.data_ptr<float>();
+      for (size_t t = 0; t < r.sample_of_token.size(); ++t) (*record)[r.samples[r.sample_of_token[t]]].push_back(v[t]);
     }
     auto row_index = torch::tensor(r.sample_of_token, torch::kInt64).to(dev);
     auto col_index = torch::tensor(cols, torch::kInt64).to(dev);
@@ -356,11 +391,13 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
     in.logp = to_rows(logp, r, row_index, col_index);
     in.old_logp = to_rows(old_t, r, row_index, col_index);
     if (lc.is_correction) {
-      // The proximal policy is the one this step starts from: the parameters do not move until the
-      // optimizer step, so its log-probs are this forward's, detached (TRL's recompute, without a
-      // second forward). The sampler's log-probs only weigh the gap.
+      // The proximal policy is the one the batch's first step starts from: on that step the
+      // parameters do not move until the optimizer step, so its log-probs are this forward's,
+      // detached (TRL's recompute, without a second forward); later passes (num_iterations) take
+      // the ones that step recorded. The sampler's log-probs only weigh the gap.
       in.sampling_logp = in.old_logp;
-      in.old_logp = in.logp.detach();
+      in.old_logp = have_proximal ? to_rows(torch::tensor(prox, torch::kFloat32).to(dev), r, row_index, col_index)
+                                  : in.logp.detach();
     }
     if (need_entropy) in.entropy = to_rows(ent, r, row_index, col_index);
     in.mask = to_rows(mask_t, r, row_index, col_index);

@@ -6,6 +6,7 @@
 // loss is grpo_loss over gradient accumulation, and AdamW steps the LoRA parameters.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -28,6 +29,10 @@ struct TrainSample {
   double advantage = 0.0;
   bool truncated = false;           // finish_reason == "length" (no EOS at the end)
   int64_t policy_version = 0;
+  // A batch trained num_iterations times: the proximal policy's log-probs (the trainer's at the
+  // batch's first step), recorded by that step when vllm_importance_sampling_correction is on and
+  // taken as pi_old by the later ones. Empty on a batch's first step.
+  std::vector<float> proximal_logprobs;
 };
 
 // Log-probs (B_tokens) of `targets` under softmax(logits / temperature) computed from final hidden
@@ -54,6 +59,10 @@ public:
   // clip_ratio/*, entropy, completions/*, batch/*, sample/*, perf/*). perf/train_flops: the
   // step's model FLOPs (model/flops.h, LoRA fwd+bwd of every sample; the LM head on completions).
   std::map<std::string, double> step(const std::vector<TrainSample>& samples);
+  // One optimizer step on a batch that num_iterations steps reuse; `pass` counts from 0. Pass 0
+  // records each sample's proximal_logprobs when the proximal correction needs them later; every
+  // pass logs batch/reuse_pass.
+  std::map<std::string, double> step(std::vector<TrainSample>& samples, int64_t pass);
   // The loss and metrics of `samples` without an optimizer step; accumulates gradients into the
   // LoRA parameters when `backward` (used by step(), and by gradient checks).
   std::map<std::string, double> forward_backward(const std::vector<TrainSample>& samples, bool backward);
@@ -67,6 +76,13 @@ public:
   model::CausalLM& model() { return model_; }
 
 private:
+  // forward_backward, recording each sample's completion log-probs (detached) into `record` when
+  // it is not null.
+  std::map<std::string, double> forward_backward(const std::vector<TrainSample>& samples, bool backward,
+                                                 std::vector<std::vector<float>>* record);
+  std::map<std::string, double> finish_step(const std::vector<TrainSample>& samples, std::map<std::string, double> metrics,
+                                            std::chrono::steady_clock::time_point t_step);
+
   model::CausalLM model_;
   SharedConfig config_;  // never null
   std::unique_ptr<Optimizer> optimizer_;

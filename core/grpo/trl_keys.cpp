@@ -125,8 +125,7 @@ const std::vector<TrlKey>& trl_key_table() {
       {"vllm_gpu_memory_utilization", Kind::Ignore, kVllm, {}},
       {"vllm_max_model_length", Kind::Ignore, kVllm, {}},
       {"vllm_tensor_parallel_size", Kind::Ignore, kVllm, {}},
-      {"num_iterations", Kind::Neutral, "one optimizer pass over each batch (mu = 1)", {1}},
-      // (delta, importance_sampling_level, sapo_temperature_*, vespo_*, the entropy, off-policy and
+      // (num_iterations, delta, importance_sampling_level, sapo_temperature_*, vespo_*, the entropy, off-policy and
       // vllm_importance_sampling_* keys: keys of the key table)
       {"sync_ref_model", Kind::Neutral, kNoRef, {false}},
       {"ref_model_mixup_alpha", Kind::Ignore, kNoRef, {}},

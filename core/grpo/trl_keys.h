@@ -2,7 +2,7 @@
 // TrainingArguments they extend), TRL's ModelConfig/ScriptArguments (lora_r, dataset_name, ...)
 // and PEFT's LoraConfig, mapped onto TrainConfig. A key is either renamed (lora_r -> r), accepted
 // and ignored with the reason it has no effect here (bf16, report_to, use_vllm, ...), accepted
-// only at its neutral value (use_dora: false, num_iterations: 1; anything else would change the
+// only at its neutral value (use_dora: false, use_qalora: false; anything else would change the
 // maths and is an error), or converted (scale_rewards: true -> "group", max_steps: -1 -> unset).
 // Keys that TRL does not know either stay in place, so TrainConfig::apply still rejects them
 // with the nearest known key.
@@ -31,7 +31,7 @@ struct TrlImport {
 // Translates the TRL/PEFT keys of `j` (an object). `is_own_key` says which names TrainConfig
 // has: those pass through untouched (only TRL's "unset" values of them, like max_steps: -1, are
 // dropped with a note). Throws grpo::Error naming `source` and the key for a TRL setting this engine cannot honour
-// (e.g. use_dora: true, num_iterations: 2) or a key given under both its TRL and its own name
+// (e.g. use_dora: true, repetition_penalty: 1.2) or a key given under both its TRL and its own name
 // with different values.
 TrlImport translate_trl_config(const nlohmann::json& j, const std::string& source,
                                const std::function<bool(const std::string&)>& is_own_key);

@@ -184,6 +184,8 @@ static std::string policy_text(const json& cfg) {
   if (on("use_adaptive_entropy")) out += ", adaptive entropy bonus (target " + shown(cfg, "entropy_target") + ")";
   else if (const json* e = json_field(cfg, "entropy_coef"); e && e->is_number() && e->get<double>() != 0.0)
     out += ", entropy_coef " + shown(cfg, "entropy_coef");
+  if (const json* n = json_field(cfg, "num_iterations"); n && n->is_number() && n->get<double>() > 1.0)
+    out += "; " + shown(cfg, "num_iterations") + " optimizer steps per batch (num_iterations)";
   if (const json* m = json_field(cfg, "max_staleness"); m && m->is_number()) out += "; max_staleness " + shown(cfg, "max_staleness");
   return out;
 }

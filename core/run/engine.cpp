@@ -8,6 +8,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include <torch/torch.h>
@@ -384,6 +385,10 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
   ThroughputAdvisor advisor;
   bool unpublished = false;
   std::string failure;
+  // The batch being trained and the steps taken on it: num_iterations steps share one batch
+  // (TRL's mu). A resumed run starts a fresh batch.
+  std::optional<AssembledStep> batch;
+  int64_t passes = 0;
   try {
     while (step_.load() < config().max_steps && !stopping_.load()) {
       if (hold_if_paused()) advisor.restart_window();  // paused time is not step time
@@ -391,9 +396,15 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
       const int64_t step = step_.load() + 1;
       apply_pending_retunes(step);
       std::map<std::string, double> m;
-      auto groups = pipeline_->collect(config().prompts_per_step, version_.load(), config().max_staleness, m);
-      if (static_cast<int64_t>(groups.size()) < config().prompts_per_step) break;  // stopping
-      const StepReport report = train_step(step, groups, std::move(m), advisor, unpublished);
+      if (!batch || passes >= config().num_iterations) {
+        auto groups = pipeline_->collect(config().prompts_per_step, version_.load(), config().max_staleness, m);
+        if (static_cast<int64_t>(groups.size()) < config().prompts_per_step) break;  // stopping
+        std::vector<const ScoredGroup*> scored;
+        for (const auto& g : groups) scored.push_back(g.get());
+        batch = assemble_step(step, scored);
+        passes = 0;
+      }
+      const StepReport report = train_step(step, *batch, passes++, std::move(m), advisor, unpublished);
       logger.log(report);
       // The checkpoint comes after the step's metrics line: a kill -9 between the two then resumes
       // from the previous checkpoint, where the other order left that step missing from the
@@ -413,13 +424,17 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
 
 // One optimizer step on scored groups: train, publish when due, the step's metrics and verdict,
 // and the eval when due. `m` holds the intake metrics of collect().
-StepReport Engine::train_step(int64_t step, const std::vector<std::shared_ptr<PipelineGroup>>& groups,
-                              std::map<std::string, double> m, ThroughputAdvisor& advisor, bool& unpublished) {
-  std::vector<const ScoredGroup*> scored;
-  for (const auto& g : groups) scored.push_back(g.get());
-  AssembledStep assembled = assemble_step(step, scored);
-  m.merge(run_.trainer->step(assembled.samples));
-  for (const auto& [k, v] : assembled.metrics) m[k] = v;
+StepReport Engine::train_step(int64_t step, AssembledStep& assembled, int64_t pass, std::map<std::string, double> m,
+                              ThroughputAdvisor& advisor, bool& unpublished) {
+  if (config().num_iterations > 1) {
+    m.merge(run_.trainer->step(assembled.samples, pass));
+  } else {
+    m.merge(run_.trainer->step(assembled.samples));
+  }
+  // The batch's rewards and sample traces belong to the step that took it in (TRL logs them at
+  // generation too); a reuse pass logs what training measured.
+  if (pass == 0)
+    for (const auto& [k, v] : assembled.metrics) m[k] = v;
   step_ = step;
   unpublished = true;
   if (step % config().weight_sync_steps == 0) {
@@ -438,7 +453,7 @@ StepReport Engine::train_step(int64_t step, const std::vector<std::shared_ptr<Pi
     const double acc = evaluate();
     if (!std::isnan(acc)) report.metrics["eval/accuracy"] = acc;
   }
-  report.samples = std::move(assembled.traces);
+  if (pass == 0) report.samples = std::move(assembled.traces);
   return report;
 }
 

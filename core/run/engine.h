@@ -29,6 +29,7 @@
 #include "core/rollout/reward.h"
 #include "core/run/policy.h"
 #include "core/run/rollout_pipeline.h"
+#include "core/run/step_assembler.h"
 #include "core/run/rollout_source.h"
 #include "core/run/run_setup.h"
 #include "core/run/worker_fleet.h"
@@ -101,8 +102,9 @@ private:
   void start_pipeline();
   bool hold_if_paused();  // at a step boundary; true when it held
   void apply_pending_retunes(int64_t step);
-  StepReport train_step(int64_t step, const std::vector<std::shared_ptr<PipelineGroup>>& groups,
-                        std::map<std::string, double> m, ThroughputAdvisor& advisor, bool& unpublished);
+  // `pass` counts the steps already taken on `assembled` (num_iterations reuses a batch).
+  StepReport train_step(int64_t step, AssembledStep& assembled, int64_t pass, std::map<std::string, double> m,
+                        ThroughputAdvisor& advisor, bool& unpublished);
   std::string finish_run(const std::string& failure, bool unpublished);
   void publish_version();
   std::string save_checkpoint_now();  // returns its folder

@@ -34,6 +34,12 @@ double SyncTrainer::evaluate(int64_t limit) {
 // One synchronous step: generate every group with the current weights, score them together,
 // train. Returns the step's report (without its timing, which run() adds).
 StepReport SyncTrainer::one_step(int64_t step) {
+  if (batch_ && passes_ < cfg().num_iterations) {
+    // A later step on the same batch (num_iterations): no generation; rewards were logged when
+    // the batch was sampled.
+    auto metrics = run_.trainer->step(batch_->samples, passes_++);
+    return StepReport{step, cfg().max_steps, 0, version_, std::move(metrics), "", ""};
+  }
   const int64_t G = cfg().num_generations;
   auto examples = run_.stream->next_batch(cfg().prompts_per_step);
   std::vector<std::vector<int64_t>> prompts;
@@ -65,8 +71,11 @@ StepReport SyncTrainer::one_step(int64_t step) {
                nullptr, grpo::kMultiObjective.parse(cfg().multi_objective_aggregation, "multi_objective_aggregation"));
   const double score_s = seconds_since(t_score);
 
-  AssembledStep assembled = assemble_step(step, std::vector<const ScoredGroup*>(to_score.begin(), to_score.end()));
-  auto metrics = run_.trainer->step(assembled.samples);
+  batch_ = assemble_step(step, std::vector<const ScoredGroup*>(to_score.begin(), to_score.end()));
+  passes_ = 0;
+  AssembledStep& assembled = *batch_;
+  auto metrics = cfg().num_iterations > 1 ? run_.trainer->step(assembled.samples, passes_) : run_.trainer->step(assembled.samples);
+  ++passes_;
   for (const auto& [k, v] : assembled.metrics) metrics[k] = v;
   metrics["perf/generate_s"] = gen_s;
   metrics["rollout/score_s"] = score_s;

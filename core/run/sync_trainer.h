@@ -9,11 +9,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/records/engine_types.h"
 #include "core/run/run_setup.h"
+#include "core/run/step_assembler.h"
 
 namespace grpo::run {
 
@@ -41,6 +43,8 @@ private:
   RunSetup run_;  // the run's one config is run_.config
   std::unique_ptr<rollout::Sampler> sampler_;
   int64_t version_ = 0;
+  std::optional<AssembledStep> batch_;  // the batch num_iterations steps share, and their count
+  int64_t passes_ = 0;
 };
 
 }  // namespace grpo::run

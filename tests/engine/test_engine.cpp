@@ -249,6 +249,31 @@ private Q_SLOTS:
              std::to_string(seqs.size()).c_str());
   }
 
+  // num_iterations 2 (TRL's mu): four optimizer steps train two batches, each twice in a row. The
+  // batch's intake, rewards and traces are logged at its first step only; the proximal correction
+  // runs end to end (its gap is logged on both steps of a batch).
+  void numIterationsTrainsEachBatchTwice() {
+    QTemporaryDir dir;
+    auto cfg = tiny_config(dir.path().toStdString());
+    cfg.max_steps = 4;
+    cfg.save_steps = 0;
+    cfg.num_iterations = 2;
+    cfg.vllm_importance_sampling_correction = true;
+    run::Engine engine(cfg, cfg.output_dir);
+    engine.run();
+    auto metrics = read_jsonl(cfg.output_dir + "/metrics.jsonl");
+    QCOMPARE(metrics.size(), size_t(4));
+    for (size_t i = 0; i < metrics.size(); ++i) {
+      const auto& m = metrics[i];
+      const bool first = i % 2 == 0;
+      QCOMPARE(m["step"].get<int64_t>(), int64_t(i + 1));
+      QCOMPARE(m["batch/reuse_pass"].get<double>(), first ? 0.0 : 1.0);
+      QCOMPARE(m.contains("reward"), first);
+      QCOMPARE(m.contains("sample/staleness_mean"), first);
+      QVERIFY2(m.contains("sampling/sampling_logp_difference/mean") && m.contains("loss"), m.dump().c_str());
+    }
+  }
+
   void tornNewestCheckpointFallsBackToThePreviousOne() {
     QTemporaryDir dir;
     auto cfg = tiny_config(dir.path().toStdString());

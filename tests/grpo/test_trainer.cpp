@@ -89,8 +89,6 @@ private Q_SLOTS:
     }
   }
 
-  // A running loop's trainer shares the loop's one config object (config.h, SharedConfig): no copy
-  // that a retune could leave behind.
   void proximalCorrectionWeighsTheSamplerGap() {
     auto m = tiny_lora_model();
     auto samples = make_samples(m);
@@ -170,6 +168,63 @@ private Q_SLOTS:
     QCOMPARE(trainer.forward_backward(samples, false).at("loss"), reference.forward_backward(samples, false).at("loss"));
   }
 
+  // num_iterations (TRL's mu): the batch's first step records the proximal log-probs, which the
+  // second step takes as pi_old although the parameters have moved in between.
+  void reusedBatchKeepsTheFirstStepsProximalPolicy() {
+    auto m = tiny_lora_model();
+    auto samples = make_samples(m);
+    for (auto& s : samples)  // the sampler: the policy's own log-probs, 0.1 lower on every token
+      for (size_t t = 0; t < s.old_logprobs.size(); ++t) s.old_logprobs[t] -= 0.05f * float(int(t % 3) - 1) + 0.1f;
+    algo::TrainConfig cfg;
+    cfg.loss_type = "dapo";
+    cfg.max_completion_length = 6;
+    cfg.per_device_train_batch_size = 2;  // two micro-batches: the record spans both
+    cfg.learning_rate = 0.05;
+    cfg.num_iterations = 2;
+    cfg.vllm_importance_sampling_correction = true;
+    cfg.vllm_importance_sampling_mode = "token_truncate";
+    cfg.vllm_importance_sampling_clip_max = 100.0;
+    algo::GrpoTrainer trainer(m, cfg);
+    auto first = trainer.step(samples, 0);
+    QCOMPARE(first.at("batch/reuse_pass"), 0.0);
+    QCOMPARE(first.at("ratio_min"), 1.0);
+    QCOMPARE(first.at("ratio_max"), 1.0);
+    // What was recorded is the policy before the update, token by token: 0.1 above the sampler.
+    for (const auto& s : samples) {
+      QCOMPARE(s.proximal_logprobs.size(), s.completion_ids.size());
+      for (size_t t = 0; t < s.completion_ids.size(); ++t)
+        QVERIFY2(std::fabs(s.proximal_logprobs[t] - s.old_logprobs[t] - 0.1) < 1e-5,
+                 std::to_string(s.proximal_logprobs[t] - s.old_logprobs[t]).c_str());
+    }
+    auto second = trainer.step(samples, 1);
+    QCOMPARE(second.at("batch/reuse_pass"), 1.0);
+    // The parameters moved, so the ratio to the recorded policy is no longer 1 ...
+    QVERIFY2(second.at("ratio_max") > 1.0 + 1e-4 || second.at("ratio_min") < 1.0 - 1e-4,
+             (std::to_string(second.at("ratio_min")) + " " + std::to_string(second.at("ratio_max"))).c_str());
+    // ... and the gap it corrects is still the recorded policy's to the sampler (a fresh forward
+    // taken as pi_old would have moved it).
+    QVERIFY2(std::fabs(second.at("sampling/sampling_logp_difference/mean") - 0.1) < 1e-5,
+             std::to_string(second.at("sampling/sampling_logp_difference/mean")).c_str());
+
+    // Without the correction pi_old is the sampler's on every pass: nothing is recorded.
+    auto plain_samples = make_samples(m);
+    cfg.vllm_importance_sampling_correction = false;
+    algo::GrpoTrainer plain(tiny_lora_model(), cfg);
+    plain.step(plain_samples, 0);
+    for (const auto& s : plain_samples) QVERIFY(s.proximal_logprobs.empty());
+    // A batch with the proximal log-probs of some samples only is refused, naming them.
+    plain_samples[1].proximal_logprobs.assign(plain_samples[1].completion_ids.size(), 0.0f);
+    bool refused = false;
+    try {
+      plain.step(plain_samples, 1);
+    } catch (const std::exception& e) {
+      refused = std::string(e.what()).find("proximal log-probs") != std::string::npos;
+    }
+    QVERIFY(refused);
+  }
+
+  // A running loop's trainer shares the loop's one config object (config.h, SharedConfig): no copy
+  // that a retune could leave behind.
   void trainerSharesTheRunsConfig() {
     auto cfg = std::make_shared<const algo::TrainConfig>();
     algo::GrpoTrainer trainer(tiny_lora_model(), cfg);

@@ -245,8 +245,12 @@ private Q_SLOTS:
     QVERIFY2(card.find("`?`, `accuracy`") != std::string::npos, card.c_str());
     QVERIFY2(card.find("--max-lora-rank <the adapter's r") != std::string::npos, card.c_str());
 
-    in.run_config = {{"r", 16}, {"use_rslora", true}, {"learning_rate", 1e-5}, {"lr_scheduler_type", "cosine"}};
+    QVERIFY2(card.find("num_iterations") == std::string::npos, card.c_str());  // one step per batch: not said
+
+    in.run_config = {{"r", 16}, {"use_rslora", true}, {"learning_rate", 1e-5}, {"lr_scheduler_type", "cosine"},
+                     {"num_iterations", 2}};
     card = model_card(in);
+    QVERIFY2(card.find("; 2 optimizer steps per batch (num_iterations)") != std::string::npos, card.c_str());
     QVERIFY2(card.find("--max-lora-rank 16`") != std::string::npos, card.c_str());
     QVERIFY2(card.find(", rsLoRA") != std::string::npos, card.c_str());
     QVERIFY2(card.find("learning_rate 1e-05 (cosine)") != std::string::npos, card.c_str());
