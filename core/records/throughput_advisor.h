@@ -15,6 +15,7 @@ struct PipelineCounters {
   int64_t tokens_generated = 0;  // by every source
   double backpressure_s = 0;     // the scorer blocked on a full rollout queue
   double score_block_s = 0;      // producers blocked on a full scorer queue
+  double admission_wait_s = 0;   // producers held back because new work would be trained too stale
   int64_t sources = 1;
   int64_t queue_capacity = 1;    // the rollout queue's, in groups
 };

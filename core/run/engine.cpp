@@ -347,6 +347,7 @@ void Engine::start_pipeline() {
   event({{"event", "start"}, {"mode", "async"}, {"max_steps", config().max_steps}, {"sources", sources_.size()},
          {"policy_version", version_.load()}, {"mfu_peak_tflops", peak_flops_ / 1e12},
          {"mfu_peak", measured ? "measured" : "mfu_peak_tflops"}});
+  pipeline_->set_trainer_step(step_.load(), version_.load());  // a resumed run counts from its step
   pipeline_->start(sources_);
 }
 
@@ -405,6 +406,7 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
         passes = 0;
       }
       const StepReport report = train_step(step, *batch, passes++, std::move(m), advisor, unpublished);
+      pipeline_->set_trainer_step(step, version_.load());
       logger.log(report);
       // The checkpoint comes after the step's metrics line: a kill -9 between the two then resumes
       // from the previous checkpoint, where the other order left that step missing from the

@@ -82,6 +82,7 @@ public:
   // The newest version the workers were asked to load, set once the versions that left the
   // staleness window have been unloaded from them.
   int64_t loaded_version() const { return loaded_version_.load(); }
+  std::optional<int64_t> sampling_version() const override { return loaded_version_.load(); }
   // Any thread: the router's workers with raw counters (tok_s left 0: the periodic caller rates
   // them), and an operator command queued into the router, applied between its dispatches.
   std::vector<WorkerInfo> workers() const;

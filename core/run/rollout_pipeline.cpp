@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/common/log.h"
 #include "core/common/timing.h"
@@ -44,6 +45,13 @@ void RolloutPipeline::set_config(grpo::SharedConfig cfg) {
   cv_.notify_all();  // max_inflight_tasks may have grown
 }
 
+void RolloutPipeline::set_trainer_step(int64_t steps_done, int64_t published_version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  trainer_steps_ = steps_done;
+  published_version_ = published_version;
+  cv_.notify_all();  // a publish fewer ahead may admit more
+}
+
 void RolloutPipeline::stop() {
   stopping_ = true;
   {
@@ -81,6 +89,7 @@ PipelineCounters RolloutPipeline::counters() const {
   std::lock_guard<std::mutex> lock(mu_);
   c.backpressure_s = backpressure_s_;
   c.score_block_s = score_block_s_;
+  c.admission_wait_s = admission_wait_s_;
   c.sources = static_cast<int64_t>(sources_.size());
   c.queue_capacity = static_cast<int64_t>(rollout_queue_.capacity());
   return c;
@@ -91,15 +100,60 @@ void RolloutPipeline::drain_window(std::map<std::string, double>& m) {
   for (const auto& [k, v] : window_.reduce()) m[k] = v;
   window_.clear();
   m["rollout/inflight"] = static_cast<double>(inflight_samples_);
+  m["rollout/outstanding_groups"] = static_cast<double>(admitted_groups_ - settled_groups_);
+  m["rollout/admission_limit_groups"] = static_cast<double>(admission_limit_locked(0));
 }
 
 int64_t RolloutPipeline::inflight_limit_locked() const {
   return std::max<int64_t>(G_, cfg_->resolved_max_inflight_tasks());
 }
 
+int64_t RolloutPipeline::outstanding_groups() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return admitted_groups_ - settled_groups_;
+}
+
+int64_t RolloutPipeline::admission_limit_groups(int64_t lag) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return admission_limit_locked(lag);
+}
+
+// Admission (docs/formulas.md, "Admission"): a group started now is taken b whole batches from now
+// (b = the outstanding groups ahead of it / prompts_per_step), after at most (b + 1) *
+// num_iterations more optimizer steps; the trainer publishes one version per weight_sync_steps
+// steps, counted from the r steps since its last publish. It is trained at most max_staleness
+// versions stale when r + (b + 1) * num_iterations <= (max_staleness + 1) * weight_sync_steps - 1;
+// a source sampling `lag` versions behind the newest has that much less room. At least one batch
+// is always admitted, or a run with max_staleness 0 could never start.
+int64_t RolloutPipeline::admission_limit_locked(int64_t lag) const {
+  const int64_t S = std::max<int64_t>(0, cfg_->max_staleness), W = std::max<int64_t>(1, cfg_->weight_sync_steps);
+  const int64_t mu = std::max<int64_t>(1, cfg_->num_iterations), P = std::max<int64_t>(1, cfg_->prompts_per_step);
+  const int64_t r = trainer_steps_ % W;
+  // The key table bounds S (1000), W (1e6) and P (2^20), and lag is at most the versions published
+  // (clamped to S + 1 here): every product fits in 64 bits.
+  const int64_t behind = std::clamp<int64_t>(lag, 0, S + 1);
+  const int64_t batches = std::max<int64_t>(1, ((S + 1 - behind) * W - 1 - r) / mu);
+  return batches * P;
+}
+
+bool RolloutPipeline::admits_locked(int64_t groups, int64_t lag) const {
+  return admitted_groups_ - settled_groups_ + groups <= admission_limit_locked(lag);
+}
+
+int64_t RolloutPipeline::lag_locked(std::optional<int64_t> sampling_version) const {
+  return sampling_version ? std::max<int64_t>(0, published_version_ - *sampling_version) : 0;
+}
+
+void RolloutPipeline::settle(int64_t groups) {
+  std::lock_guard<std::mutex> lock(mu_);
+  settled_groups_ += groups;
+  cv_.notify_all();
+}
+
 std::shared_ptr<PipelineGroup> RolloutPipeline::new_group_locked() {
   auto g = std::make_shared<PipelineGroup>();
   g->group_id = next_group_id_++;
+  ++admitted_groups_;
   g->example = opts_.stream->next();
   g->created = Clock::now();
   return g;
@@ -116,7 +170,18 @@ void RolloutPipeline::producer_loop(RolloutSource* source) {
       std::unique_lock<std::mutex> lock(mu_);
       const int64_t limit = inflight_limit_locked();
       const int64_t k = std::max<int64_t>(1, std::min<int64_t>(cfg_->prompts_per_step, limit / G_));
-      cv_.wait(lock, [&] { return stopping_.load() || (!paused_ && inflight_samples_ + k * G_ <= inflight_limit_locked()); });
+      // Time held back by admission alone is generation idling for want of a trainer.
+      const bool held = !stopping_.load() && !paused_ && !admits_locked(k, lag_locked(source->sampling_version()));
+      const auto t_wait = Clock::now();
+      cv_.wait(lock, [&] {
+        return stopping_.load() || (!paused_ && inflight_samples_ + k * G_ <= inflight_limit_locked() &&
+                                    admits_locked(k, lag_locked(source->sampling_version())));
+      });
+      if (held) {
+        const double waited = seconds_since(t_wait);
+        admission_wait_s_ += waited;
+        window_.add("rollout/admission_wait_s", waited);
+      }
       if (stopping_.load()) break;
       inflight_samples_ += k * G_;
       params = opts_.policy->sampling_params(*cfg_, 0);
@@ -141,6 +206,7 @@ void RolloutPipeline::producer_loop(RolloutSource* source) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       inflight_samples_ -= static_cast<int64_t>(groups.size()) * G_;
+      if (results.size() != groups.size()) settled_groups_ += static_cast<int64_t>(groups.size());
       cv_.notify_all();
     }
     if (results.size() != groups.size()) continue;  // failed: these prompts are skipped, not retried
@@ -164,6 +230,7 @@ void RolloutPipeline::producer_loop(RolloutSource* source) {
 void RolloutPipeline::stream_loop(RolloutSource* source) {
   std::map<int64_t, std::shared_ptr<PipelineGroup>> out;  // by group id: sent, not yet handed over
   int64_t fed = 0;
+  std::optional<Clock::time_point> held_since;  // admission alone has said no since then
   auto release = [&](int64_t n) {
     std::lock_guard<std::mutex> lock(mu_);
     inflight_samples_ -= n * G_;
@@ -172,9 +239,20 @@ void RolloutPipeline::stream_loop(RolloutSource* source) {
   RolloutSource::StreamHooks hooks;
   hooks.stop = [&] { return stopping_.load(); };
   hooks.next = [&](rollout::SamplingParams* params) -> std::optional<RolloutRequest> {
+    const std::optional<int64_t> sampling = source->sampling_version();
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_.load() || paused_ || inflight_samples_ + G_ > inflight_limit_locked()) return std::nullopt;
+      if (!admits_locked(1, lag_locked(sampling))) {
+        if (!held_since) held_since = Clock::now();
+        return std::nullopt;
+      }
+      if (held_since) {
+        const double waited = seconds_since(*held_since);
+        held_since.reset();
+        admission_wait_s_ += waited;
+        window_.add("rollout/admission_wait_s", waited);
+      }
     }
     // The test seam runs once per prompts_per_step groups, as it does per batch elsewhere.
     if (opts_.before_generate && fed % std::max<int64_t>(1, prompts_per_step_) == 0)
@@ -182,7 +260,9 @@ void RolloutPipeline::stream_loop(RolloutSource* source) {
     std::shared_ptr<PipelineGroup> g;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_.load() || paused_ || inflight_samples_ + G_ > inflight_limit_locked()) return std::nullopt;
+      if (stopping_.load() || paused_ || inflight_samples_ + G_ > inflight_limit_locked() ||
+          !admits_locked(1, lag_locked(sampling)))
+        return std::nullopt;
       inflight_samples_ += G_;
       *params = opts_.policy->sampling_params(*cfg_, 0);
       g = new_group_locked();
@@ -212,6 +292,7 @@ void RolloutPipeline::stream_loop(RolloutSource* source) {
   hooks.fail = [&](int64_t group_id, const std::string& why) {
     if (out.erase(group_id) == 0) return;
     release(1);
+    settle(1);
     if (!stopping_.load()) log_warn(source->name() + ": group " + std::to_string(group_id) + " skipped: " + why);
   };
   while (!stopping_.load()) {  // stream() returns once stopping; a failure is logged and retried
@@ -224,6 +305,7 @@ void RolloutPipeline::stream_loop(RolloutSource* source) {
     }
   }
   release(static_cast<int64_t>(out.size()));
+  settle(static_cast<int64_t>(out.size()));
 }
 
 void RolloutPipeline::scorer_loop() {
@@ -273,6 +355,7 @@ std::vector<std::shared_ptr<PipelineGroup>> RolloutPipeline::collect(int64_t wan
     wait_s += seconds_since(t0);
     if (!item) continue;
     auto g = *item;
+    settle(1);  // taken, trained or dropped: room for one more group
     const int64_t staleness = version - g->result.policy_version;
     if (staleness > max_staleness) {
       dropped += static_cast<int64_t>(g->result.completions.size());

@@ -4,8 +4,9 @@
 //   producers (one thread per RolloutSource) -> scorer queue (bounded) -> scorer thread
 //     -> rollout queue (bounded, queue_maxsize samples) -> collect() on the trainer's thread
 //
-// Producers keep at most max_inflight_tasks samples out; each group's RNG stream depends on the
-// seed and its group id only. The scorer scores one group at a time (score_groups). collect()
+// Producers keep at most max_inflight_tasks samples out, and start a group only when it can still
+// be trained within max_staleness versions (admission_limit_groups); each group's RNG stream
+// depends on the seed and its group id only. The scorer scores one group at a time (score_groups). collect()
 // drops groups more than max_staleness versions older than the trainer's and reports the
 // window's intake metrics. Pause holds the producers; stop() closes the queues and wakes every
 // thread. Thread-safe unless noted.
@@ -18,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,6 +66,9 @@ public:
   void set_paused(bool paused);
   // The sampling settings producers and the scorer read (a retune changed them).
   void set_config(grpo::SharedConfig cfg);
+  // The trainer's optimizer steps so far and the newest version it published (admission counts
+  // the publishes ahead from them, and a source's lag behind that version).
+  void set_trainer_step(int64_t steps_done, int64_t published_version);
   void stop();
   void join();
 
@@ -78,6 +83,10 @@ public:
   PipelineCounters counters() const;
 
   int64_t inflight_samples() const;
+  // Groups started and not yet taken by collect() (in flight, being scored, queued), and the most
+  // admission allows a source `lag` versions behind the newest (docs/formulas.md, "Admission").
+  int64_t outstanding_groups() const;
+  int64_t admission_limit_groups(int64_t lag = 0) const;
   int64_t epoch() const;  // passes over the training data so far
   size_t queued_groups() const { return rollout_queue_.size(); }
   int64_t dropped_stale_total() const { return dropped_stale_total_; }  // trainer thread
@@ -90,6 +99,10 @@ private:
   void scorer_loop();
   std::shared_ptr<PipelineGroup> new_group_locked();
   int64_t inflight_limit_locked() const;
+  int64_t admission_limit_locked(int64_t lag) const;
+  bool admits_locked(int64_t groups, int64_t lag) const;
+  int64_t lag_locked(std::optional<int64_t> sampling_version) const;
+  void settle(int64_t groups);  // groups that leave without reaching the trainer (failed, stopped)
 
   PipelineOptions opts_;
   const int64_t G_;
@@ -103,6 +116,9 @@ private:
   std::atomic<bool> stopping_{false};
   int64_t inflight_samples_ = 0;
   int64_t next_group_id_ = 0;
+  int64_t admitted_groups_ = 0, settled_groups_ = 0;  // started; taken by collect() or lost
+  int64_t trainer_steps_ = 0, published_version_ = 0;
+  double admission_wait_s_ = 0;  // cumulative
   grpo::MetricsWindow window_;
   double backpressure_s_ = 0, score_block_s_ = 0;  // cumulative
   BoundedQueue<std::shared_ptr<PipelineGroup>> score_queue_, rollout_queue_;

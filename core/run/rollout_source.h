@@ -41,6 +41,10 @@ public:
   // A new version was published in the bucket at `adapter_dir`; the source takes it up before
   // its next generate(). Called from the trainer thread; must not block on generation.
   virtual void on_version_published(int64_t version, const std::string& adapter_dir) = 0;
+  // The version this source's next group would carry, where it may lag the newest published one
+  // (remote workers load a new adapter in their own time); nullopt: the newest. Admission counts
+  // the lag (docs/formulas.md, "Admission"). Called from pipeline threads; must not block.
+  virtual std::optional<int64_t> sampling_version() const { return std::nullopt; }
   // Generated tokens so far (for rollout/generated_tok_s).
   virtual int64_t tokens_generated() const = 0;
   // A retune changed max_staleness: a source that keeps several versions loaded keeps those the

@@ -1,9 +1,11 @@
 // The asynchronous engine on the embedded demo model: the staleness invariant under randomized
 // producer delays (drops counted), queue bounds and back-pressure, pause holding the step count,
 // retunes applied at a step boundary and logged (invalid ones change nothing), and resume from
-// a checkpoint continuing the step count and version numbering.
+// a checkpoint continuing the step count and version numbering, and admission keeping generation
+// within what can still be trained (stale groups forced, then dropped).
 #include <QtTest>
 
+#include <atomic>
 #include <chrono>
 #include <random>
 #include <set>
@@ -14,12 +16,42 @@
 #include "core/run/bounded_queue.h"
 #include "core/run/checkpoint.h"
 #include "core/run/engine.h"
+#include "core/run/rollout_pipeline.h"
+#include "core/run/run_setup.h"
 #include "engine_test_util.h"
 
 using namespace engine_test;
 namespace run = grpo::run;
 
 namespace {
+// A rollout source that answers at once with the version it is told (and says so, as remote
+// workers do), and checks admission at every call: the groups it was given are already counted,
+// so more than the limit for its lag is a breach.
+class InstantSource : public run::RolloutSource {
+public:
+  std::atomic<int64_t> version{0}, lag{0};
+  std::atomic<bool> breached{false};
+  const run::RolloutPipeline* pipeline = nullptr;
+  std::string name() const override { return "instant"; }
+  std::optional<int64_t> sampling_version() const override { return version.load(); }
+  std::vector<run::RolloutResult> generate(const std::vector<run::RolloutRequest>& requests,
+                                           const grpo::rollout::SamplingParams&) override {
+    if (pipeline->outstanding_groups() > pipeline->admission_limit_groups(lag.load())) breached = true;
+    std::vector<run::RolloutResult> out;
+    for (const auto& r : requests) {
+      run::RolloutResult res;
+      res.group_id = r.group_id;
+      res.policy_version = version.load();
+      res.source = name();
+      for (int64_t i = 0; i < r.n; ++i) res.completions.push_back({{17, 18}, {-0.5f, -0.25f}, "length"});
+      out.push_back(std::move(res));
+    }
+    return out;
+  }
+  void on_version_published(int64_t, const std::string&) override {}
+  int64_t tokens_generated() const override { return 0; }
+};
+
 // Waits (bounded) until pred() holds; returns whether it did.
 template <class P>
 bool wait_until(P pred, double seconds) {
@@ -88,16 +120,15 @@ private Q_SLOTS:
         std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       };
       run::Engine engine(cfg, cfg.output_dir, opts);
-      // After step 1 has published policy v1, the trainer holds until the rollout queue is full:
-      // 3 groups, each generated from v0 or v1. Step 2 (under v1) takes them first in, drops the
-      // v0 ones when max_staleness is 0 and trains on 2 groups at most, so at least one of the 3 is
-      // still queued when step 3 collects under v2: staleness 2 or 1, dropped when max_staleness
-      // is 0.
+      // After step 1 has published policy v1, the trainer holds until admission's limit of groups
+      // (one batch, 2 groups, for max_staleness 0 and 1) is queued, each generated from v0 or v1:
+      // step 2 (under v1) drops the v0 ones when max_staleness is 0. Forced drops are checked in
+      // admissionKeepsGenerationWithinStaleness.
       bool filled = true;
       engine.run([&](const run::StepReport& r) {
-        if (r.step == 1) filled = wait_until([&] { return engine.queued_groups() >= 3; }, 300);
+        if (r.step == 1) filled = wait_until([&] { return engine.queued_groups() >= 2; }, 300);
       });
-      QVERIFY2(filled, "the rollout queue never held 3 groups while the trainer waited");
+      QVERIFY2(filled, "the rollout queue never held 2 groups while the trainer waited");
       auto metrics = read_jsonl(cfg.output_dir + "/metrics.jsonl");
       QCOMPARE(metrics.size(), size_t(5));
       double dropped = 0;
@@ -109,8 +140,83 @@ private Q_SLOTS:
       auto finished = events_named(cfg.output_dir, "finished");
       QCOMPARE(finished.size(), size_t(1));
       QCOMPARE(finished[0]["dropped_stale_total"].get<double>(), dropped);
-      if (max_staleness == 0) QVERIFY2(dropped > 0, "a group left over from policy v1 was trained on under v2");
     }
+  }
+
+  // Admission (docs/formulas.md): producers start a group only while it can be trained within
+  // max_staleness versions, counted in whole batches ahead of it; what is stale anyway is dropped.
+  void admissionKeepsGenerationWithinStaleness() {
+    QTemporaryDir dir;
+    auto cfg = tiny_config(dir.path().toStdString());
+    cfg.max_staleness = 1;
+    cfg.weight_sync_steps = 1;
+    cfg.queue_maxsize = 64;  // 16 groups: the queue never binds here
+    cfg.max_inflight_tasks = 64;
+    auto setup = run::prepare_run(cfg, true);
+    std::mutex rewards_mu;
+    run::PipelineOptions po;
+    po.policy = &setup.policy;
+    po.stream = setup.stream.get();
+    po.rewards = &setup.rewards;
+    po.rewards_mutex = &rewards_mu;
+    run::RolloutPipeline pipeline(setup.config, po);
+    std::vector<std::unique_ptr<run::RolloutSource>> sources;
+    auto* source = new InstantSource;
+    source->pipeline = &pipeline;
+    sources.emplace_back(source);
+    pipeline.start(sources);
+    // S = 1, W = 1, mu = 1, r = 0: floor((2 - 1 - 0) / 1) = 1 batch of P = 2 groups.
+    QCOMPARE(pipeline.admission_limit_groups(), int64_t(2));
+    QVERIFY(wait_until([&] { return pipeline.queued_groups() == 2; }, 60));
+    QCOMPARE(pipeline.outstanding_groups(), int64_t(2));
+
+    // Publishing every 3 steps, 2 steps since the last: floor((2 * 3 - 1 - 2) / 1) = 3 batches;
+    // right after a publish (r = 0), 5 batches.
+    auto next = std::make_shared<grpo::grpo::TrainConfig>(*setup.config);
+    next->weight_sync_steps = 3;
+    pipeline.set_trainer_step(5, 0);
+    pipeline.set_config(next);
+    QCOMPARE(pipeline.admission_limit_groups(), int64_t(6));
+    QVERIFY(wait_until([&] { return pipeline.queued_groups() == 6; }, 60));
+    pipeline.set_trainer_step(6, 0);
+    QCOMPARE(pipeline.admission_limit_groups(), int64_t(10));
+    QVERIFY(wait_until([&] { return pipeline.queued_groups() == 10; }, 60));
+    QCOMPARE(pipeline.outstanding_groups(), int64_t(10));
+
+    // Taking a batch frees its room at once.
+    std::map<std::string, double> m;
+    auto taken = pipeline.collect(2, 0, 1, m);
+    QCOMPARE(taken.size(), size_t(2));
+    QCOMPARE(m.at("sample/dropped_stale_total"), 0.0);
+    QVERIFY(wait_until([&] { return pipeline.queued_groups() == 10; }, 60));
+
+    // Version 1 is published and the source still samples with version 0: one version less of
+    // room, floor(((2 - 1) * 3 - 1 - 0) / 1) = 2 batches. Nothing starts until the queue is down
+    // to 4 groups, and then it fills to 4 again.
+    source->lag = 1;
+    pipeline.set_trainer_step(6, 1);
+    QCOMPARE(pipeline.admission_limit_groups(1), int64_t(4));
+    for (int b = 0; b < 4; ++b) {
+      m.clear();
+      QCOMPARE(pipeline.collect(2, 1, 1, m).size(), size_t(2));
+      QCOMPARE(m.at("sample/dropped_stale_total"), 0.0);  // one version old: kept
+    }
+    QVERIFY(wait_until([&] { return pipeline.queued_groups() == 4; }, 60));
+    QCOMPARE(pipeline.outstanding_groups(), int64_t(4));
+
+    // Versions move on beyond what admission assumed (the trainer's 2 where the source said 0):
+    // what is queued is 2 versions old, dropped, and the batch is made of groups sampled at 2.
+    source->version = 2;
+    source->lag = 0;
+    m.clear();
+    taken = pipeline.collect(2, 2, 1, m);
+    QCOMPARE(taken.size(), size_t(2));
+    for (const auto& g : taken) QCOMPARE(g->result.policy_version, int64_t(2));
+    QVERIFY2(m.at("sample/dropped_stale_total") >= 4 * cfg.num_generations,
+             std::to_string(m.at("sample/dropped_stale_total")).c_str());
+    QVERIFY(!source->breached.load());
+    pipeline.stop();
+    pipeline.join();
   }
 
   void queueStaysWithinBound() {
@@ -127,6 +233,8 @@ private Q_SLOTS:
       QVERIFY(m["sample/rollout_queue_size"].get<double>() <= 1.0);
       QVERIFY(m.contains("rollout/backpressure_s") || m.contains("rollout/score_block_s"));
       QVERIFY(m.contains("verdict"));
+      QVERIFY2(m["rollout/outstanding_groups"].get<double>() <= m["rollout/admission_limit_groups"].get<double>(),
+               m.dump().c_str());
       // MFU against the GEMM rate measured at start: a real fraction, and the wall-clock one (idle
       // time included) never above the compute-time one.
       const double fb = m.value("perf/mfu_fwd_bwd", -1.0), wall = m.value("perf/mfu_wall_clock", -1.0);
