@@ -4,8 +4,9 @@
 # It is the data behind BENCHMARKS.md's "TRL's policy losses on the demo" and "Sampler log-probs
 # or a proximal policy" tables, and behind the default of vllm_importance_sampling_correction.
 #
-#   scripts/bench_policy_losses.py [--grpo build/release/app/grpo] [--set losses|offpolicy|all]
+#   scripts/bench_policy_losses.py [--grpo build/release/app/grpo] [--set losses|offpolicy|iterations|all]
 #       [--steps 300] [--at 100,300] [--out results.jsonl] [--only NAME ...]
+#   --set iterations: num_iterations 1 and 2 (and 2 with the proximal correction).
 #
 # Each variant is `grpo train --demo --steps N --set KEY=VALUE ...` into a fresh folder; one JSON
 # line per finished variant is appended to --out (so a long sweep can be read while it runs), and a
@@ -37,6 +38,10 @@ OFFPOLICY = [("sampler", [])] + [
     ("proximal " + m, ["vllm_importance_sampling_correction=true", "vllm_importance_sampling_mode=" + m])
     for m in ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 ]
+# num_iterations (TRL's mu): the same optimizer steps from 1/mu as many batches.
+ITERATIONS = [("mu 1", []), ("mu 2", ["num_iterations=2"]), ("mu 2, proximal token_truncate",
+              ["num_iterations=2", "vllm_importance_sampling_correction=true",
+               "vllm_importance_sampling_mode=token_truncate"])]
 
 
 def read_metrics(path):
@@ -80,6 +85,7 @@ def run_variant(grpo, name, sets, steps, at, extra):
             "is_frac_masked": mean_of(rows, "sampling/importance_sampling_ratio/frac_masked"),
             "is_frac_truncated": mean_of(rows, "sampling/importance_sampling_ratio/frac_truncated"),
             "logp_gap_mean": mean_of(rows, "sampling/sampling_logp_difference/mean"),
+            "batches": sum(1 for r in rows if r.get("batch/reuse_pass", 0) == 0),
             "step_s_median": sorted(r["perf/step_s"] for r in rows if "perf/step_s" in r)[len(rows) // 2] if rows else None,
         }
     finally:
@@ -94,7 +100,7 @@ def fmt(v, digits=3):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--grpo", default="build/release/app/grpo")
-    ap.add_argument("--set", dest="which", choices=("losses", "offpolicy", "all"), default="all")
+    ap.add_argument("--set", dest="which", choices=("losses", "offpolicy", "iterations", "all"), default="all")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--at", default="100,300", help="steps whose eval accuracy is reported")
     ap.add_argument("--out", default="")
@@ -106,6 +112,8 @@ def main():
         plans += [("losses", n, s, []) for n, s in LOSSES]
     if args.which in ("offpolicy", "all"):
         plans += [("offpolicy", n, s, ["max_staleness=4"]) for n, s in OFFPOLICY]
+    if args.which in ("iterations", "all"):
+        plans += [("iterations", n, s, []) for n, s in ITERATIONS]
     if args.only:
         plans = [p for p in plans if p[1] in args.only]
     results = []

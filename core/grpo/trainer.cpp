@@ -236,6 +236,29 @@ GrpoTrainer::GrpoTrainer(model::CausalLM model, SharedConfig config) : model_(st
   warn_loss_level(*config_);
 }
 
+nlohmann::json GrpoTrainer::controller_state() const {
+  return {{"entropy_coef", entropy_coef_},
+          {"last_world_entropy", last_world_entropy_ ? nlohmann::json(*last_world_entropy_) : nlohmann::json(nullptr)}};
+}
+
+void GrpoTrainer::restore_controller_state(const nlohmann::json& state, const std::string& context) {
+  check(state.is_object(), context, "field \"trainer\": expected an object with entropy_coef and last_world_entropy");
+  // The key table's range of entropy_coef, and a mean entropy in nats (at most log of a vocabulary).
+  auto number = [&](const char* key, double hi) -> std::optional<double> {
+    const auto it = state.find(key);
+    if (it == state.end() || it->is_null()) return std::nullopt;
+    const double v = it->is_number() ? it->get<double>() : -1.0;
+    check(it->is_number() && std::isfinite(v) && v >= 0.0 && v <= hi, context,
+          std::string("field \"trainer.") + key + "\": expected a number in [0, " + std::to_string(int(hi)) + "], got " +
+              it->dump());
+    return v;
+  };
+  const auto coef = number("entropy_coef", 100.0);
+  const auto world = number("last_world_entropy", 1000.0);
+  if (coef) entropy_coef_ = *coef;
+  last_world_entropy_ = world;
+}
+
 void GrpoTrainer::retune(const TrainConfig& config) { retune(std::make_shared<const TrainConfig>(config)); }
 
 void GrpoTrainer::retune(SharedConfig config) {

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/grpo/config.h"
 #include "core/grpo/loss.h"
 #include "core/grpo/optimizer.h"
@@ -72,6 +74,11 @@ public:
   void retune(SharedConfig config);
   const TrainConfig& config() const { return *config_; }
   void set_row_layout(RowLayout layout) { row_layout_ = layout; }
+  // The adaptive entropy controller's state, kept in checkpoints so that a resumed run goes on
+  // with the coefficient it had: {"entropy_coef", "last_world_entropy" (null before a measurement)}.
+  nlohmann::json controller_state() const;
+  // Restores it; an error names `context` and the field for a value of the wrong type or range.
+  void restore_controller_state(const nlohmann::json& state, const std::string& context);
   Optimizer& optimizer() { return *optimizer_; }
   model::CausalLM& model() { return model_; }
 

@@ -67,7 +67,8 @@ void load_rng(const std::string& path, const std::string& cuda_path) {
 
 nlohmann::json CheckpointState::to_json() const {
   return {{"step", step}, {"policy_version", policy_version}, {"data_cursor", data_cursor},
-          {"next_group_id", next_group_id}, {"config", config}, {"format", "grpo-studio-checkpoint-1"}};
+          {"next_group_id", next_group_id}, {"config", config}, {"trainer", trainer},
+          {"format", "grpo-studio-checkpoint-1"}};
 }
 
 CheckpointState CheckpointState::from_json(const nlohmann::json& j, const std::string& context) {
@@ -78,6 +79,7 @@ CheckpointState CheckpointState::from_json(const nlohmann::json& j, const std::s
     s.data_cursor = j.at("data_cursor");
     s.next_group_id = j.value("next_group_id", int64_t(0));
     s.config = j.at("config");
+    s.trainer = j.value("trainer", nlohmann::json::object());
   } catch (const nlohmann::json::exception& e) {
     throw Error(context, std::string("bad checkpoint state: ") + e.what());
   }

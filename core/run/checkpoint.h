@@ -1,6 +1,6 @@
 // Checkpoints of a run: RunDirectory::checkpoint_dir(S) (checkpoints/step-<S>/) holds the adapter (PEFT layout), the AdamW moments
 // and step count (optimizer.pt), the global torch RNG (rng.pt; each GPU's in rng_cuda.pt where CUDA is present), and state.json (step, policy version, dataset cursor, metrics
-// position, RNG seed state, the resolved config), with SHA256SUMS over all of it. Written into a
+// position, RNG seed state, the resolved config, the trainer's adaptive entropy controller), with SHA256SUMS over all of it. Written into a
 // temporary directory and renamed into place; the newest few are kept. Loading picks the newest
 // checkpoint whose files all match SHA256SUMS and falls back to older ones with a warning.
 #pragma once
@@ -25,6 +25,7 @@ struct CheckpointState {
   nlohmann::json data_cursor;     // rollout::DataCursor::to_json()
   int64_t next_group_id = 0;
   nlohmann::json config;          // the resolved TrainConfig at save time (retunes included)
+  nlohmann::json trainer = nlohmann::json::object();  // GrpoTrainer::controller_state() ({} before it was kept)
   nlohmann::json to_json() const;
   static CheckpointState from_json(const nlohmann::json& j, const std::string& context);
 };

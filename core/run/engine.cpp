@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 
 #include "core/common/error.h"
+#include "core/common/files.h"
 #include "core/common/log.h"
 #include "core/common/timing.h"
 #include "core/grpo/config_schema_json.h"
@@ -307,6 +308,7 @@ std::string Engine::save_checkpoint_now() {
   st.policy_version = version_.load();
   std::tie(st.data_cursor, st.next_group_id) = pipeline_->cursor();
   st.config = config().to_json();
+  st.trainer = run_.trainer->controller_state();
   return save_checkpoint(dir_, *run_.policy.model, run_.trainer->optimizer(), st);
 }
 
@@ -322,6 +324,8 @@ int64_t Engine::restore_from_checkpoint() {
   }
   for (const auto& s : ckpt->skipped) event({{"event", "warning"}, {"message", "skipped checkpoint " + s}});
   restore_checkpoint(*ckpt, *run_.policy.model, run_.trainer->optimizer());
+  if (!ckpt->state.trainer.empty())  // checkpoints written before the controller was kept have none
+    run_.trainer->restore_controller_state(ckpt->state.trainer, path_join(ckpt->dir, "state.json"));
   step_ = ckpt->state.step;
   run_.stream->restore(rollout::DataCursor::from_json(ckpt->state.data_cursor));
   const int64_t kept = dir_.truncate_metrics(ckpt->state.step);

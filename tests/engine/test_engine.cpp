@@ -330,6 +330,9 @@ private Q_SLOTS:
       engine.run();
     }
     const auto versions_before = grpo::run::RunDirectory(cfg.output_dir).adapter_versions();
+    // The trainer's controller state travels in state.json (restored by the resume below).
+    const auto saved = run::find_latest_checkpoint(cfg.output_dir);
+    QVERIFY(saved && saved->state.trainer.contains("entropy_coef") && saved->state.trainer.contains("last_world_entropy"));
     cfg.max_steps = 7;
     run::EngineOptions opts;
     opts.resume = true;

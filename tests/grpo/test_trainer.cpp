@@ -158,7 +158,28 @@ private Q_SLOTS:
     // Now the bonus applies at the controller's coefficient, exactly as a fixed one would.
     plain.entropy_coef = 0.115;
     reference.retune(plain);
-    QCOMPARE(trainer.forward_backward(samples, false).at("loss"), reference.forward_backward(samples, false).at("loss"));
+    const double at_ceiling = trainer.forward_backward(samples, false).at("loss");
+    QCOMPARE(at_ceiling, reference.forward_backward(samples, false).at("loss"));
+    // A checkpoint's controller state: a resumed trainer applies the same bonus at once, where a
+    // fresh one applies none before its first measurement.
+    const auto state = trainer.controller_state();
+    QCOMPARE(state.at("entropy_coef").get<double>(), 0.115);
+    algo::GrpoTrainer resumed(m, cfg), fresh(m, cfg);
+    resumed.restore_controller_state(nlohmann::json::parse(state.dump()), "state.json");
+    QCOMPARE(resumed.forward_backward(samples, false).at("loss"), at_ceiling);
+    QVERIFY(fresh.forward_backward(samples, false).at("loss") != at_ceiling);
+    for (const auto& bad : {nlohmann::json{{"entropy_coef", "0.1"}}, nlohmann::json{{"entropy_coef", -1}},
+                            nlohmann::json{{"last_world_entropy", 1e9}}, nlohmann::json::array()}) {
+      bool named = false;
+      try {
+        fresh.restore_controller_state(bad, "ckpt/state.json");
+      } catch (const std::exception& e) {
+        named = std::string(e.what()).find("ckpt/state.json") != std::string::npos &&
+                std::string(e.what()).find("trainer") != std::string::npos;
+      }
+      QVERIFY2(named, bad.dump().c_str());
+    }
+    QVERIFY(fresh.forward_backward(samples, false).at("loss") != at_ceiling);  // a refused state changes nothing
     // Above the target the coefficient falls one delta a step, to its floor, and no bonus applies.
     cfg.entropy_target = 0.0;
     trainer.retune(cfg);
