@@ -1,6 +1,7 @@
 // `grpo bench async`, `learn`, `weight-sync` and `make-model`: benchmarks of the run layer (need core/run).
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -32,10 +33,21 @@ void add_run_bench_commands(CLI::App& app) {
   learn->add_option("--target", l->target, "Eval accuracy to reach");
   learn->add_option("--max-steps", l->max_steps, "Give up after this many steps (default: the preset's)");
   learn->add_option("--eval-steps", l->eval_steps, "Evaluate every N steps (default: the preset's)");
-  learn->callback([l] {
+  learn->add_option("--seed", l->seed, "Seed of the first run (default: the preset's)")->check(CLI::NonNegativeNumber);
+  learn->add_option("--seeds", l->seeds, "Runs, with seeds seed, seed + 1, ...; the medians are reported")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  auto profile = std::make_shared<bool>(false);
+  learn->add_flag("--profile", *profile, "Also print where each run's time went, as a table (stderr)");
+  learn->callback([l, profile] {
     l->resources = resources_dir();
     if (l->preset.empty()) l->preset = l->resources + "/presets/demo.yaml";
-    print_json_line(run::bench_learn(*l).dump());
+    const auto result = run::bench_learn(*l);
+    if (*profile)
+      for (const auto& r : result.contains("runs") ? result["runs"] : nlohmann::json::array({result}))
+        std::fprintf(stderr, "seed %lld:\n%s\n", static_cast<long long>(r["seed"].get<int64_t>()),
+                     run::learn_profile_table(r["profile"]).c_str());
+    print_json_line(result.dump());
   });
 
   struct MakeModelArgs { std::string model_dir, size = "25m", out; };

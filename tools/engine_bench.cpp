@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <unistd.h>
@@ -146,7 +148,55 @@ nlohmann::json bench_async(const AsyncBenchOptions& o) {
   return r;
 }
 
-nlohmann::json bench_learn(const LearnBenchOptions& o) {
+nlohmann::json learn_profile(const std::vector<nlohmann::json>& metrics, int64_t last_step, double wall_s) {
+  static const std::vector<std::pair<const char*, const char*>> kPhases = {
+      {"forward + backward", "perf/fwd_bwd_s"}, {"optimizer", "perf/optimizer_s"},
+      {"waiting for rollouts", "perf/rollout_wait_s"}, {"publishing the adapter", "perf/weight_sync_s"},
+      {"eval", "perf/eval_s"}};
+  std::vector<double> sums(kPhases.size(), 0.0);
+  double samples = 0;
+  int64_t steps = 0;
+  for (const auto& m : metrics) {
+    if (!m.is_object() || !m.contains("step") || !m["step"].is_number_integer() || m["step"].get<int64_t>() > last_step)
+      continue;
+    ++steps;
+    auto number = [&](const char* key) {
+      const auto it = m.find(key);
+      return it != m.end() && it->is_number() && std::isfinite(it->get<double>()) ? it->get<double>() : 0.0;
+    };
+    for (size_t i = 0; i < kPhases.size(); ++i) sums[i] += number(kPhases[i].second);
+    samples += number("batch/samples_per_step");
+  }
+  nlohmann::json phases = nlohmann::json::array();
+  double accounted = 0;
+  auto share = [&](double s) { return wall_s > 0 ? s / wall_s : 0.0; };
+  for (size_t i = 0; i < kPhases.size(); ++i) {
+    phases.push_back({{"phase", kPhases[i].first}, {"seconds", sums[i]}, {"share", share(sums[i])}});
+    accounted += sums[i];
+  }
+  const double other = wall_s - accounted;
+  phases.push_back({{"phase", "other"}, {"seconds", other}, {"share", share(other)}});
+  return {{"wall_s", wall_s}, {"steps", steps}, {"samples", samples}, {"phases", phases}};
+}
+
+std::string learn_profile_table(const nlohmann::json& profile) {
+  std::string out = "| phase | seconds | share of wall |\n|---|---|---|\n";
+  char buf[160];
+  for (const auto& p : profile.at("phases")) {
+    std::snprintf(buf, sizeof buf, "| %s | %.1f | %.1f%% |\n", p.at("phase").get<std::string>().c_str(),
+                  p.at("seconds").get<double>(), 100.0 * p.at("share").get<double>());
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf, "| wall (%lld steps, %.0f samples) | %.1f | 100%% |\n",
+                static_cast<long long>(profile.at("steps").get<int64_t>()), profile.at("samples").get<double>(),
+                profile.at("wall_s").get<double>());
+  return out + buf;
+}
+
+namespace {
+
+// One run, with seed (the option's, or the preset's) + `offset`.
+nlohmann::json learn_once(const LearnBenchOptions& o, int64_t offset) {
   TempDir tmp;
   auto j = grpo::load_config_file(o.preset);
   const std::string model = j.value("model_name_or_path", std::string());  // relative: to resources/
@@ -155,6 +205,7 @@ nlohmann::json bench_learn(const LearnBenchOptions& o) {
   cfg.apply(j, o.preset);
   if (o.max_steps > 0) cfg.max_steps = o.max_steps;
   if (o.eval_steps > 0) cfg.eval_steps = o.eval_steps;
+  cfg.seed = (o.seed >= 0 ? o.seed : cfg.seed) + offset;
   check(cfg.eval_steps > 0, o.preset, "eval_steps must be > 0 to time learning");
   cfg.output_dir = path_join(tmp.path, "run");
   cfg.validate(o.preset);
@@ -163,7 +214,7 @@ nlohmann::json bench_learn(const LearnBenchOptions& o) {
   nlohmann::json curve = nlohmann::json::array();
   nlohmann::json reached = nullptr;
   double final_acc = base;
-  int64_t steps = 0;
+  int64_t steps = 0, reached_step = 0;
   const auto t0 = Clock::now();
   engine.run([&](const StepReport& r) {
     steps = r.step;
@@ -173,11 +224,50 @@ nlohmann::json bench_learn(const LearnBenchOptions& o) {
     curve.push_back({r.step, seconds_since(t0), it->second});
     if (it->second >= o.target && reached.is_null()) {
       reached = seconds_since(t0);
+      reached_step = r.step;
       engine.stop();
     }
   });
-  return {{"time_to_learn_s", reached}, {"base_accuracy", base}, {"final_accuracy", final_acc},
-          {"target", o.target}, {"steps", steps}, {"wall_s", seconds_since(t0)}, {"curve", curve}};
+  const double wall = reached.is_null() ? seconds_since(t0) : reached.get<double>();
+  const auto profile = learn_profile(RunFolder(cfg.output_dir).read_metrics(), reached.is_null() ? steps : reached_step, wall);
+  nlohmann::json out = {{"seed", cfg.seed}, {"time_to_learn_s", reached}, {"samples_to_target", nullptr},
+                        {"steps_to_target", nullptr}, {"base_accuracy", base}, {"final_accuracy", final_acc},
+                        {"target", o.target}, {"steps", steps}, {"wall_s", seconds_since(t0)}, {"curve", curve},
+                        {"profile", profile}};
+  if (!reached.is_null()) {
+    out["samples_to_target"] = profile["samples"];
+    out["steps_to_target"] = reached_step;
+  }
+  return out;
+}
+
+// The median of values where null is "never" (sorted last, as +infinity): null when the median
+// falls on one.
+nlohmann::json median_or_null(const std::vector<nlohmann::json>& values) {
+  std::vector<double> v;
+  for (const auto& x : values) v.push_back(x.is_number() ? x.get<double>() : HUGE_VAL);
+  if (v.empty()) return nullptr;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  const double m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return std::isfinite(m) ? nlohmann::json(m) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json bench_learn(const LearnBenchOptions& o) {
+  check(o.seeds >= 1 && o.seeds <= 100, "bench learn", "--seeds must be between 1 and 100");
+  nlohmann::json runs = nlohmann::json::array();
+  std::vector<nlohmann::json> times, samples;
+  for (int64_t i = 0; i < o.seeds; ++i) {
+    auto r = learn_once(o, i);
+    times.push_back(r["time_to_learn_s"]);
+    samples.push_back(r["samples_to_target"]);
+    runs.push_back(std::move(r));
+  }
+  if (o.seeds == 1) return runs[0];
+  return {{"runs", runs}, {"target", o.target}, {"median_time_to_learn_s", median_or_null(times)},
+          {"median_samples_to_target", median_or_null(samples)}};
 }
 
 nlohmann::json bench_weight_sync(const WeightSyncBenchOptions& o) {

@@ -31,15 +31,29 @@ std::string write_bench_model(const std::string& model_dir, const std::string& s
 
 // `grpo bench learn`: `grpo train --demo` (the async engine on the demo preset) from the base
 // model's greedy eval accuracy until eval accuracy reaches `target`, timed on the wall clock
-// (evaluations included). Keys: time_to_learn_s (null if never reached), base_accuracy,
-// final_accuracy, steps, curve [[step, seconds, accuracy], ...].
+// (evaluations included), once per seed (`seeds` runs from `seed`, or the preset's). Each run's
+// keys: seed, time_to_learn_s (null if never reached), samples_to_target and steps_to_target
+// (completions and optimizer steps until then), base_accuracy, final_accuracy, steps, curve
+// [[step, seconds, accuracy], ...], profile (learn_profile). Over the runs: median_time_to_learn_s
+// and median_samples_to_target (null when half the runs or more never reached the target).
 struct LearnBenchOptions {
   std::string preset;           // resources/presets/demo.yaml
   std::string resources;        // its model_name_or_path is relative to this
   double target = 0.85;
   int64_t max_steps = 0;        // 0 = the preset's
   int64_t eval_steps = 0;       // 0 = the preset's
+  int64_t seed = -1;            // -1 = the preset's
+  int64_t seeds = 1;            // runs, with seeds seed, seed + 1, ...
 };
+
+// Where a run's wall time went, from its metrics lines up to `last_step`: the trainer's phases
+// summed over the steps (perf/fwd_bwd_s, perf/optimizer_s, perf/rollout_wait_s,
+// perf/weight_sync_s, perf/eval_s) and "other" (the rest of `wall_s`: assembling, logging,
+// checkpoints, start-up), each in seconds and as a share of wall_s; samples (batch/samples_per_step
+// summed) and steps. {"wall_s", "steps", "samples", "phases": [{"phase", "seconds", "share"}]}.
+nlohmann::json learn_profile(const std::vector<nlohmann::json>& metrics, int64_t last_step, double wall_s);
+// The same as a Markdown table (`grpo bench learn --profile`).
+std::string learn_profile_table(const nlohmann::json& profile);
 nlohmann::json bench_learn(const LearnBenchOptions& options);
 
 struct WeightSyncBenchOptions {

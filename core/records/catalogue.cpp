@@ -105,6 +105,7 @@ std::vector<MetricSpec> pipeline_metrics() {
       m("perf/optimizer_s", "s", "perf", "The optimizer update."),
       m("perf/rollout_wait_s", "s", "perf", "Time the trainer waited for rollouts."),
       m("perf/weight_sync_s", "s", "perf", "Publishing the adapter version."),
+      m("perf/eval_s", "s", "perf", "The greedy eval after the step (when due)."),
       m("perf/generate_s", "s", "perf", "Generation inside the step (the synchronous loop)."),
       m("perf/train_flops", "FLOP", "perf", "Model FLOPs of the step's forward and backward."),
       m("perf/mfu_fwd_bwd", "fraction", "perf", "Model FLOPs utilisation over forward+backward time."),

@@ -456,7 +456,9 @@ StepReport Engine::train_step(int64_t step, AssembledStep& assembled, int64_t pa
   StepReport report{step, config().max_steps, seconds_since(started_), version_.load(), std::move(m), verdict.verdict, verdict.advice};
   if (config().eval_steps > 0 && !run_.data.eval.empty() && (step % config().eval_steps == 0 || step == config().max_steps)) {
     // Greedy eval on the trainer's own weights (the generators keep running meanwhile).
+    const auto t_eval = Clock::now();
     const double acc = evaluate();
+    report.metrics["perf/eval_s"] = seconds_since(t_eval);
     if (!std::isnan(acc)) report.metrics["eval/accuracy"] = acc;
   }
   if (pass == 0) report.samples = std::move(assembled.traces);

@@ -116,7 +116,11 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
     }
     report.policy_version = version_;
     if (cfg().eval_steps > 0 && !run_.data.eval.empty() && (step % cfg().eval_steps == 0 || step == cfg().max_steps))
+    {
+      const auto t_eval = std::chrono::steady_clock::now();
       report.metrics["eval/accuracy"] = evaluate(cfg().eval_size);
+      report.metrics["perf/eval_s"] = seconds_since(t_eval);
+    }
     const auto now = std::chrono::steady_clock::now();
     report.metrics["perf/step_s"] = std::chrono::duration<double>(now - last_end).count();
     last_end = now;

@@ -1,13 +1,16 @@
 // End-to-end learning checks: (1) the trainer's log-probs of fresh samples equal the sampler's
 // (|ratio - 1| <= 1e-4 on every token, fp32, through packing); (2) a short GRPO run on an easy
-// task raises the reward (bounded steps, not timed).
+// task raises the reward (bounded steps, not timed); (3) `grpo bench learn`'s profile adds up what
+// a run's metrics say, per seed.
 #include <QtTest>
 
 #include <torch/torch.h>
 
 #include "core/grpo/trainer.h"
 #include "core/rollout/sampler.h"
+#include "core/common/files.h"
 #include "core/run/sync_trainer.h"
+#include "tools/engine_bench.h"
 #include "engine_test_util.h"
 #include "tests/common/tiny_lora.h"
 
@@ -17,6 +20,64 @@ namespace model = grpo::model;
 class TestLearning : public QObject {
   Q_OBJECT
 private Q_SLOTS:
+  // The phases are summed over the steps up to the one asked for, and the rest of the wall time
+  // is "other"; a line without an integer step is skipped.
+  void learnProfileSumsThePhases() {
+    const std::vector<nlohmann::json> metrics = {
+        {{"step", 1}, {"perf/fwd_bwd_s", 1.0}, {"perf/optimizer_s", 0.5}, {"perf/rollout_wait_s", 0.25},
+         {"batch/samples_per_step", 8}},
+        {{"step", "2"}, {"perf/fwd_bwd_s", 50.0}},
+        {{"step", 2}, {"perf/fwd_bwd_s", 2.0}, {"perf/eval_s", 1.0}, {"perf/weight_sync_s", 0.125},
+         {"batch/samples_per_step", 8}},
+        {{"step", 3}, {"perf/fwd_bwd_s", 100.0}, {"batch/samples_per_step", 8}}};
+    const auto p = grpo::run::learn_profile(metrics, 2, 10.0);
+    QCOMPARE(p.at("steps").get<int64_t>(), int64_t(2));
+    QCOMPARE(p.at("samples").get<double>(), 16.0);
+    std::map<std::string, double> seconds;
+    for (const auto& ph : p.at("phases")) seconds[ph.at("phase").get<std::string>()] = ph.at("seconds").get<double>();
+    QCOMPARE(seconds.at("forward + backward"), 3.0);
+    QCOMPARE(seconds.at("optimizer"), 0.5);
+    QCOMPARE(seconds.at("waiting for rollouts"), 0.25);
+    QCOMPARE(seconds.at("publishing the adapter"), 0.125);
+    QCOMPARE(seconds.at("eval"), 1.0);
+    QCOMPARE(seconds.at("other"), 10.0 - 4.875);
+    QCOMPARE(p.at("phases")[0].at("share").get<double>(), 0.3);
+    const std::string table = grpo::run::learn_profile_table(p);
+    QVERIFY2(table.find("| forward + backward | 3.0 | 30.0% |") != std::string::npos, table.c_str());
+  }
+
+  // Two seeds of a short demo that cannot reach its target: each run's profile covers its steps,
+  // its phases are disjoint parts of its wall time, and the medians are null (never reached).
+  void benchLearnProfilesEachSeed() {
+    QTemporaryDir dir;
+    auto preset = grpo::grpo::load_config_file(std::string(GRPO_RESOURCES) + "/presets/demo.yaml");
+    preset["prompts_per_step"] = 2;
+    preset["eval_size"] = 8;
+    const std::string path = dir.path().toStdString() + "/small.json";
+    grpo::write_file_atomic(path, preset.dump());
+    grpo::run::LearnBenchOptions o;
+    o.preset = path;
+    o.resources = GRPO_RESOURCES;
+    o.target = 2.0;  // above any accuracy
+    o.max_steps = 4;
+    o.eval_steps = 2;
+    o.seeds = 2;
+    const auto r = grpo::run::bench_learn(o);
+    QCOMPARE(r.at("runs").size(), size_t(2));
+    QVERIFY(r.at("median_time_to_learn_s").is_null() && r.at("median_samples_to_target").is_null());
+    QCOMPARE(r["runs"][1]["seed"].get<int64_t>(), r["runs"][0]["seed"].get<int64_t>() + 1);
+    for (const auto& run : r["runs"]) {
+      const auto& p = run.at("profile");
+      QVERIFY(run.at("time_to_learn_s").is_null() && run.at("samples_to_target").is_null());
+      QCOMPARE(p.at("steps").get<int64_t>(), int64_t(4));
+      QCOMPARE(p.at("samples").get<double>(), 4.0 * 2 * preset.at("num_generations").get<double>());
+      std::map<std::string, double> seconds;
+      for (const auto& ph : p.at("phases")) seconds[ph.at("phase").get<std::string>()] = ph.at("seconds").get<double>();
+      QVERIFY2(seconds.at("forward + backward") > 0 && seconds.at("eval") > 0, p.dump().c_str());  // 2 evals ran
+      QVERIFY2(seconds.at("other") >= 0, p.dump().c_str());  // nothing counted twice
+    }
+  }
+
   void freshSamplesHaveRatioOne() {
     grpo::testing::TinyLora t;
     t.vocab = 64;
