@@ -205,6 +205,8 @@ nlohmann::json learn_once(const LearnBenchOptions& o, int64_t offset) {
   cfg.apply(j, o.preset);
   if (o.max_steps > 0) cfg.max_steps = o.max_steps;
   if (o.eval_steps > 0) cfg.eval_steps = o.eval_steps;
+  // Only the run's own randomness changes: the data (problems, eval set, order) stays the preset's.
+  cfg.data_seed = cfg.resolved_data_seed();
   cfg.seed = (o.seed >= 0 ? o.seed : cfg.seed) + offset;
   check(cfg.eval_steps > 0, o.preset, "eval_steps must be > 0 to time learning");
   cfg.output_dir = path_join(tmp.path, "run");

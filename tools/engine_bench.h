@@ -31,7 +31,8 @@ std::string write_bench_model(const std::string& model_dir, const std::string& s
 
 // `grpo bench learn`: `grpo train --demo` (the async engine on the demo preset) from the base
 // model's greedy eval accuracy until eval accuracy reaches `target`, timed on the wall clock
-// (evaluations included), once per seed (`seeds` runs from `seed`, or the preset's). Each run's
+// (evaluations included), once per seed (`seeds` runs from `seed`, or the preset's; data_seed stays
+// the preset's, so every run has the same problems and eval set). Each run's
 // keys: seed, time_to_learn_s (null if never reached), samples_to_target and steps_to_target
 // (completions and optimizer steps until then), base_accuracy, final_accuracy, steps, curve
 // [[step, seconds, accuracy], ...], profile (learn_profile). Over the runs: median_time_to_learn_s

@@ -37,6 +37,7 @@ struct TrainConfig {
   int64_t eval_size = 0;            // or a fixed number of held-out examples
   std::string output_dir;
   int64_t seed = 42;
+  int64_t data_seed = -1;           // the dataset's seed (built-in task, eval split, order); -1 = seed
   // generation
   int64_t num_generations = 8;
   int64_t max_prompt_length = 512;
@@ -144,6 +145,7 @@ struct TrainConfig {
 
   double epsilon_high_value() const { return epsilon_high.value_or(epsilon); }
   int64_t resolved_max_inflight_tasks() const;
+  int64_t resolved_data_seed() const { return data_seed >= 0 ? data_seed : seed; }
 
   // Applies every key of `j` (an object) over the current values; `source` names the file.
   // Throws grpo::Error naming the source, the key, the value, and what is allowed.

@@ -198,7 +198,7 @@ const std::vector<TrlKey>& trl_key_table() {
       {"half_precision_backend", Kind::Ignore, kPrecision, {}},
       {"bf16_full_eval", Kind::Ignore, kPrecision, {}},
       {"fp16_full_eval", Kind::Ignore, kPrecision, {}},
-      {"data_seed", Kind::Ignore, "seed drives the dataset order", {}},
+
       {"full_determinism", Kind::Ignore, "seed drives sampling and initialisation", {}},
       {"jit_mode_eval", Kind::Ignore, kKernels, {}},
       {"use_ipex", Kind::Ignore, kKernels, {}},
@@ -250,6 +250,7 @@ const std::vector<TrlKey>& trl_key_table() {
       {"gradient_checkpointing_kwargs", Kind::Ignore, "gradient_checkpointing decides; there is no re-entrant variant", {}},
       // ---- TRL values that mean "unset" for keys TrainConfig has ----
       {"max_steps", Kind::Sentinel, "TRL's -1 (train by epochs): max_steps keeps its default", {-1}},
+      {"data_seed", Kind::Sentinel, "TRL's null (= seed): data_seed keeps its default", {}},
       {"max_prompt_length", Kind::Sentinel, "TRL's null (no truncation): max_prompt_length keeps its default", {}},
       {"max_completion_length", Kind::Sentinel, "null: max_completion_length keeps its default", {}},
       {"token_budget", Kind::Sentinel, "TRL's null (the server's max_model_len): token_budget keeps its default", {}},

@@ -23,7 +23,7 @@ RunSetup prepare_run(grpo::TrainConfig cfg, bool fresh_start) {
   s.trainer = std::make_unique<grpo::GrpoTrainer>(s.policy.model, s.config);
   s.data = load_examples(c);
   check(!s.data.train.empty(), "dataset", "no training examples");
-  s.stream = std::make_unique<rollout::DatasetStream>(s.data.train, static_cast<uint64_t>(c.seed));
+  s.stream = std::make_unique<rollout::DatasetStream>(s.data.train, static_cast<uint64_t>(c.resolved_data_seed()));
   s.rewards = rollout::RewardSet::from_json(c.reward_funcs, c.reward_weights);
   return s;
 }
@@ -59,7 +59,9 @@ rollout::DatasetRef dataset_ref(const grpo::TrainConfig& cfg, const std::string&
 rollout::DatasetSplit load_examples(const grpo::TrainConfig& cfg) {
   std::vector<rollout::Example> all;
   if (cfg.task == "arith") {
-    all = rollout::arith_examples(rollout::ArithOptions::difficulty(static_cast<int>(cfg.task_difficulty), static_cast<uint64_t>(cfg.seed)), 20000);
+    all = rollout::arith_examples(
+        rollout::ArithOptions::difficulty(static_cast<int>(cfg.task_difficulty), static_cast<uint64_t>(cfg.resolved_data_seed())),
+        20000);
   } else if (!cfg.dataset_name.empty()) {
     all = rollout::load_dataset_ref(dataset_ref(cfg, cfg.dataset_train_split));
   } else if (!cfg.dataset_columns.empty() || is_directory(cfg.train_file)) {
@@ -79,7 +81,7 @@ rollout::DatasetSplit load_examples(const grpo::TrainConfig& cfg) {
   so.eval_fraction = cfg.eval_fraction;
   so.eval_size = cfg.eval_size;
   if (cfg.task == "arith" && so.eval_fraction == 0 && so.eval_size == 0) so.eval_size = 200;
-  so.seed = static_cast<uint64_t>(cfg.seed);
+  so.seed = static_cast<uint64_t>(cfg.resolved_data_seed());
   return rollout::split_eval(std::move(all), so);
 }
 

@@ -193,6 +193,11 @@ private Q_SLOTS:
     QVERIFY(alone.vllm_importance_sampling_clip_max.has_value() && *alone.vllm_importance_sampling_clip_max == 3.0);
     QVERIFY(has_note(translate(newer).ignored, "vllm_importance_sampling_cap", "unset"));
     QCOMPARE(c.num_iterations, int64_t{1});  // a key of ours now, read as given
+    TrainConfig seeded;
+    seeded.apply({{"data_seed", nullptr}, {"seed", 3}}, "grpo_config.json");  // TRL's null: = seed
+    QCOMPARE(seeded.resolved_data_seed(), int64_t{3});
+    seeded.apply({{"data_seed", 11}}, "grpo_config.json");
+    QCOMPARE(seeded.resolved_data_seed(), int64_t{11});
     QVERIFY(!has_note(t.ignored, "num_iterations", ""));
     QVERIFY(has_note(t.translated, "scale_rewards", "\"none\""));
 

@@ -46,6 +46,7 @@ private Q_SLOTS:
   void tokenizerMatchesHuggingFace();
   void tokenizerRoundTripsDemoPrompts();
   void greedyAccuracyLeavesRoomForRl();
+  void dataSeedKeepsTheEvalSet();
 };
 
 void TestDemoModel::layoutAndSize() {
@@ -121,6 +122,30 @@ void TestDemoModel::greedyAccuracyLeavesRoomForRl() {
   const double acc = trainer.evaluate(100);
   qInfo("tiny-arith greedy accuracy on 100 held-out problems: %.2f", acc);
   QVERIFY2(acc >= 0.2 && acc <= 0.6, std::to_string(acc).c_str());
+}
+
+// data_seed holds the problems, the eval split and the order while seed changes (what
+// `grpo bench learn --seeds` varies); without it the seed moves them all.
+void TestDemoModel::dataSeedKeepsTheEvalSet() {
+  QTemporaryDir tmp;
+  auto texts = [](const std::vector<grpo::rollout::Example>& v) {
+    std::vector<std::string> out;
+    for (const auto& e : v) out.push_back(e.prompt_text + "=" + e.answer.value_or(""));
+    return out;
+  };
+  auto base = demo_config(tmp.path().toStdString());
+  QCOMPARE(base.data_seed, int64_t(-1));
+  QCOMPARE(base.resolved_data_seed(), base.seed);
+  const auto a = grpo::run::load_examples(base);
+  auto reseeded = base;
+  reseeded.data_seed = base.seed;
+  reseeded.seed = base.seed + 1;
+  const auto b = grpo::run::load_examples(reseeded);
+  QVERIFY(texts(a.eval) == texts(b.eval));
+  QVERIFY(texts(a.train) == texts(b.train));
+  auto moved = base;
+  moved.seed = base.seed + 1;  // data_seed -1: the data follows the seed
+  QVERIFY(texts(grpo::run::load_examples(moved).eval) != texts(a.eval));
 }
 
 QTEST_GUILESS_MAIN(TestDemoModel)
