@@ -284,7 +284,7 @@ std::map<std::string, double> GrpoTrainer::step(std::vector<TrainSample>& sample
   auto metrics = finish_step(samples, forward_backward(samples, true, record ? &logps : nullptr), t_step);
   if (record)
     for (size_t i = 0; i < samples.size(); ++i) samples[i].proximal_logprobs = std::move(logps[i]);
-  metrics["batch/reuse_pass"] = static_cast<double>(pass);
+  if (config_->num_iterations > 1) metrics["batch/reuse_pass"] = static_cast<double>(pass);
   return metrics;
 }
 

@@ -62,8 +62,8 @@ public:
   // step's model FLOPs (model/flops.h, LoRA fwd+bwd of every sample; the LM head on completions).
   std::map<std::string, double> step(const std::vector<TrainSample>& samples);
   // One optimizer step on a batch that num_iterations steps reuse; `pass` counts from 0. Pass 0
-  // records each sample's proximal_logprobs when the proximal correction needs them later; every
-  // pass logs batch/reuse_pass.
+  // records each sample's proximal_logprobs when the proximal correction needs them later; with
+  // num_iterations > 1 every pass logs batch/reuse_pass. With num_iterations 1, the same as step().
   std::map<std::string, double> step(std::vector<TrainSample>& samples, int64_t pass);
   // The loss and metrics of `samples` without an optimizer step; accumulates gradients into the
   // LoRA parameters when `backward` (used by step(), and by gradient checks).

@@ -432,11 +432,7 @@ std::string Engine::run(const std::function<void(const StepReport&)>& on_step) {
 // and the eval when due. `m` holds the intake metrics of collect().
 StepReport Engine::train_step(int64_t step, AssembledStep& assembled, int64_t pass, std::map<std::string, double> m,
                               ThroughputAdvisor& advisor, bool& unpublished) {
-  if (config().num_iterations > 1) {
-    m.merge(run_.trainer->step(assembled.samples, pass));
-  } else {
-    m.merge(run_.trainer->step(assembled.samples));
-  }
+  m.merge(run_.trainer->step(assembled.samples, pass));
   // The batch's rewards and sample traces belong to the step that took it in (TRL logs them at
   // generation too); a reuse pass logs what training measured.
   if (pass == 0)

@@ -74,8 +74,7 @@ StepReport SyncTrainer::one_step(int64_t step) {
   batch_ = assemble_step(step, std::vector<const ScoredGroup*>(to_score.begin(), to_score.end()));
   passes_ = 0;
   AssembledStep& assembled = *batch_;
-  auto metrics = cfg().num_iterations > 1 ? run_.trainer->step(assembled.samples, passes_) : run_.trainer->step(assembled.samples);
-  ++passes_;
+  auto metrics = run_.trainer->step(assembled.samples, passes_++);
   for (const auto& [k, v] : assembled.metrics) metrics[k] = v;
   metrics["perf/generate_s"] = gen_s;
   metrics["rollout/score_s"] = score_s;
@@ -115,8 +114,7 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
       report.metrics["perf/weight_sync_s"] = seconds_since(t_sync);
     }
     report.policy_version = version_;
-    if (cfg().eval_steps > 0 && !run_.data.eval.empty() && (step % cfg().eval_steps == 0 || step == cfg().max_steps))
-    {
+    if (cfg().eval_steps > 0 && !run_.data.eval.empty() && (step % cfg().eval_steps == 0 || step == cfg().max_steps)) {
       const auto t_eval = std::chrono::steady_clock::now();
       report.metrics["eval/accuracy"] = evaluate(cfg().eval_size);
       report.metrics["perf/eval_s"] = seconds_since(t_eval);
