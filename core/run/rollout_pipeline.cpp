@@ -144,6 +144,11 @@ int64_t RolloutPipeline::lag_locked(std::optional<int64_t> sampling_version) con
   return sampling_version ? std::max<int64_t>(0, published_version_ - *sampling_version) : 0;
 }
 
+void RolloutPipeline::note_admission_wait_locked(double seconds) {
+  admission_wait_s_ += seconds;
+  window_.add("rollout/admission_wait_s", seconds);
+}
+
 void RolloutPipeline::settle(int64_t groups) {
   std::lock_guard<std::mutex> lock(mu_);
   settled_groups_ += groups;
@@ -177,11 +182,7 @@ void RolloutPipeline::producer_loop(RolloutSource* source) {
         return stopping_.load() || (!paused_ && inflight_samples_ + k * G_ <= inflight_limit_locked() &&
                                     admits_locked(k, lag_locked(source->sampling_version())));
       });
-      if (held) {
-        const double waited = seconds_since(t_wait);
-        admission_wait_s_ += waited;
-        window_.add("rollout/admission_wait_s", waited);
-      }
+      if (held) note_admission_wait_locked(seconds_since(t_wait));
       if (stopping_.load()) break;
       inflight_samples_ += k * G_;
       params = opts_.policy->sampling_params(*cfg_, 0);
@@ -248,10 +249,8 @@ void RolloutPipeline::stream_loop(RolloutSource* source) {
         return std::nullopt;
       }
       if (held_since) {
-        const double waited = seconds_since(*held_since);
+        note_admission_wait_locked(seconds_since(*held_since));
         held_since.reset();
-        admission_wait_s_ += waited;
-        window_.add("rollout/admission_wait_s", waited);
       }
     }
     // The test seam runs once per prompts_per_step groups, as it does per batch elsewhere.

@@ -102,7 +102,8 @@ private:
   int64_t admission_limit_locked(int64_t lag) const;
   bool admits_locked(int64_t groups, int64_t lag) const;
   int64_t lag_locked(std::optional<int64_t> sampling_version) const;
-  void settle(int64_t groups);  // groups that leave without reaching the trainer (failed, stopped)
+  void settle(int64_t groups);  // groups that leave the count: taken by collect(), failed, or stopped
+  void note_admission_wait_locked(double seconds);  // a producer's time held back by admission
 
   PipelineOptions opts_;
   const int64_t G_;
