@@ -75,6 +75,8 @@ void add_bench_commands(CLI::App& app) {
   step->add_option("--token-budget", s->token_budget, "Our packed-row token budget (0 = fixed-count micro-batches)");
   step->add_option("--row-layout", s->row_layout, "Our sub-row layout: auto (cost estimate), separate (a forward per sample) or padded (one block)")
       ->check(CLI::IsMember({"auto", "separate", "padded"}));
+  step->add_option("--share-prompts", s->share_prompts,
+                   "Ours: a group's completions share one forward of its prompt (true, the default) or each forwards its own copy (false, as the baseline)");
   step->add_option("--per-device-train-batch-size", s->per_device_train_batch_size, "Python micro-batch size (samples)");
   step->add_option("--lora-r", s->lora_r, "LoRA rank (all-linear)");
   step->add_option("--lora-alpha", s->lora_alpha, "LoRA alpha");

@@ -192,6 +192,7 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
   cfg.epsilon_high = o.epsilon_high;
   cfg.temperature = o.temperature;
   cfg.token_budget = per_micro_batch ? 0 : o.token_budget;
+  cfg.share_prompts = o.share_prompts;
   cfg.per_device_train_batch_size = o.per_device_train_batch_size;
   cfg.max_grad_norm = 1.0;
   cfg.max_steps = 1000;
@@ -223,7 +224,7 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
   trainer.set_row_layout(layout);
 
   std::vector<double> losses, times, grad_norms;
-  double rows = 0, calls = 0;
+  double rows = 0, calls = 0, forwarded = 0, shared = 0;
   for (int i = 0; i < 1 + std::max(1, o.iters); ++i) {
     auto t0 = Clock::now();
     auto metrics = trainer.step(samples);
@@ -233,6 +234,8 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
     grad_norms.push_back(metrics.at("grad_norm"));
     rows = metrics.at("batch/microbatches_per_step");
     calls = metrics.at("batch/forward_calls_per_step");
+    forwarded = metrics.at("batch/forwarded_tokens_per_step");
+    shared = metrics.at("batch/shared_prompt_tokens_per_step");
   }
   const double step_s = median(times);
 
@@ -276,6 +279,9 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
       {"rows", rows},
       {"row_layout", o.row_layout},
       {"forward_calls", calls},
+      {"share_prompts", o.share_prompts},
+      {"forwarded_tokens", forwarded},
+      {"shared_prompt_tokens", shared},
       {"per_device_train_batch_size", o.per_device_train_batch_size},
       {"step_s", step_s},
       {"python_step_s", py_step_s},

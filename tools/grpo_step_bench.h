@@ -36,6 +36,7 @@ struct GrpoStepBenchOptions {
   int64_t completion_min = 32, completion_max = 256;  // ragged completion lengths
   int64_t token_budget = 4096;  // ours: packed rows; 0 = per_device_train_batch_size rows
   std::string row_layout = "auto";  // ours: "auto" | "separate" | "padded" (GrpoTrainer RowLayout)
+  bool share_prompts = true;   // ours: a group's completions share one forward of its prompt (TrainConfig)
   int64_t per_device_train_batch_size = 8;  // the Python (TRL) micro-batch size
   int64_t lora_r = 16;
   double lora_alpha = 32;
@@ -58,7 +59,8 @@ struct GrpoStepBenchOptions {
 // loss_rel_diff, grad_norm, python_grad_norm, losses, python_losses, samples, tokens (real
 // prompt+completion tokens per step), completion_tokens, python_padded_tokens, rows, loss_type,
 // importance_sampling_level, token_budget (ours, 0 when the loss type needs fixed-count micro-batches),
-// row_layout, forward_calls (ours, per step), model,
+// row_layout, forward_calls (ours, per step), share_prompts, forwarded_tokens and shared_prompt_tokens
+// (ours, per step: the prompt copies the shared layout does not forward), model,
 // params, lora_params, threads, torch_version (Python's).
 nlohmann::json bench_grpo_step(const GrpoStepBenchOptions& options);
 

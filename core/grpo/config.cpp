@@ -102,6 +102,7 @@ const ConfigTable<TrainConfig>& table() {
         {"vllm_importance_sampling_clip_min", &T::vllm_importance_sampling_clip_min, at_least(0), "Lower bound of that ratio (null = none).", kLive},
         {"off_policy_mask_threshold", &T::off_policy_mask_threshold, at_least(0), "Leave out completions with a negative advantage whose mean log-prob gap, sampler minus trainer, exceeds this (DeepSeek-V3.2's off-policy sequence masking; null = off).", kLive},
         {"token_budget", &T::token_budget, closed(0, shared_range::kMaxTokenBudget), "Tokens per packed training row (padding-free); 0 pads micro-batches instead.", kForm},
+        {"share_prompts", &T::share_prompts, {}, "Forward each prompt once for all its completions in a training row, which attend to it as to their own prompt: the same log-probs and gradients from fewer tokens (docs/formulas.md, \"Shared prompts\"); false forwards a copy of the prompt with every completion, as TRL does."},
         {"gradient_checkpointing", &T::gradient_checkpointing, {}, "Recompute activations in backward: less memory, more time.", kForm}}},
       {"LoRA",
        {{"r", &T::r, shared_range::lora_r(), "LoRA rank.", kForm, nullptr, {"lora_r"}},

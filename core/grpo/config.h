@@ -91,6 +91,7 @@ struct TrainConfig {
   std::optional<double> vllm_importance_sampling_clip_max = 3.0;
   std::optional<double> vllm_importance_sampling_clip_min;
   int64_t token_budget = 0;            // > 0: padding-free packed rows of this many tokens
+  bool share_prompts = true;           // a group's completions share one forward of its prompt
   bool gradient_checkpointing = false;
   double mfu_peak_tflops = 0;          // the device peak MFU divides by; 0 = measured at start
   // LoRA

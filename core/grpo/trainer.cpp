@@ -56,9 +56,12 @@ void warn_loss_level(const TrainConfig& c) {
 }
 
 // One micro-batch, laid out for the forward as blocks of packed sub-rows: the samples'
-// prompt+completion tokens back to back, no attention across samples. A single packed row of
-// T tokens would cost T^2 attention per layer, mostly masked-out pairs between samples, so the
-// members are binned (first-fit decreasing) into sub-rows of a capacity L, and then either
+// prompt+completion tokens back to back, no attention across samples. Samples with the same
+// prompt share one copy of it (a prompt unit, packing.h; docs/formulas.md, "Shared prompts"):
+// the prompt, then each completion, which attends to the prompt and to itself and takes
+// positions that continue the prompt's. A single packed row of T tokens would cost T^2 attention
+// per layer, mostly masked-out pairs between samples, so the units are binned (first-fit
+// decreasing) into sub-rows of a capacity L, and then either
 //   separate: every sub-row is its own (1, used) forward: no padding at all, but one forward
 //     (and backward) per sub-row, each paying the per-operator dispatch cost;
 //   padded block: one (R, L) forward: few, large operators, padding up to L in every sub-row.
@@ -71,10 +74,13 @@ void warn_loss_level(const TrainConfig& c) {
 struct PackedRow {
   std::vector<torch::Tensor> block_ids;  // (R, L) each
   std::vector<torch::Tensor> block_seq;  // (R, L) each, -1 = padding; undefined for one sequence
+  std::vector<torch::Tensor> block_prefix;     // (R, L): the shared prompt's seq id, or -1; or undefined
+  std::vector<torch::Tensor> block_positions;  // (R, L) position ids; undefined with block_seq
   torch::Tensor positions;    // (N) flat indices of the positions that predict completion tokens
   torch::Tensor targets;      // (N) the completion tokens they predict
   std::vector<int64_t> sample_of_token;  // (N) which row-local sample each target belongs to
   std::vector<int64_t> samples;          // global sample indices, in row order
+  std::vector<PromptUnit> units;         // over row-local sample indices
   int64_t max_completion = 0;
   int64_t tokens = 0;                    // real tokens forwarded
 };
@@ -99,18 +105,21 @@ std::vector<std::vector<size_t>> bin_lengths(const std::vector<int64_t>& lengths
   return bins;
 }
 
+// `units` cover `members` (row-local indices).
 PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64_t>& members,
-                    RowLayout layout, double attention_weight, double call_tokens) {
+                    std::vector<PromptUnit> units, RowLayout layout, double attention_weight, double call_tokens) {
   PackedRow r;
+  r.units = std::move(units);
+  const int64_t n_members = static_cast<int64_t>(members.size());
   std::vector<int64_t> lengths;
   int64_t longest = 0, total = 0;
-  for (int64_t i : members) {
-    lengths.push_back(static_cast<int64_t>(all[i].prompt_ids.size() + all[i].completion_ids.size()));
-    longest = std::max(longest, lengths.back());
-    total += lengths.back();
+  for (const auto& u : r.units) {
+    lengths.push_back(u.tokens);
+    longest = std::max(longest, u.tokens);
+    total += u.tokens;
   }
   r.tokens = total;
-  // Candidate capacities: the longest member, its doublings, everything in one row.
+  // Candidate capacities: the longest unit, its doublings, everything in one row.
   std::vector<std::vector<size_t>> best;
   int64_t best_len = std::max<int64_t>(longest, 1);
   bool separate = false;
@@ -128,55 +137,80 @@ PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64
     const bool sep = layout == RowLayout::Separate || (layout == RowLayout::Auto && unpadded < padded);
     const double cost = sep ? unpadded : padded;
     if (best_cost < 0 || cost < best_cost) best = std::move(bins), best_len = cap, best_cost = cost, separate = sep;
-    if (cap >= total || layout == RowLayout::Separate) break;  // Separate: sub-rows as long as the longest sample
+    if (cap >= total || layout == RowLayout::Separate) break;  // Separate: sub-rows as long as the longest unit
   }
-  // Flat start of every member, and the blocks' tokens.
-  std::vector<int64_t> offset(members.size());
-  std::vector<std::vector<int64_t>> ids, seq;
+  // Per member: the flat index of its prompt's last token and of its first completion token.
+  std::vector<int64_t> prompt_last(members.size()), completion_at(members.size());
+  std::vector<std::vector<int64_t>> ids, seq, prefix, pos;
+  std::vector<bool> shares;  // per block: some unit holds more than one completion
   int64_t base = 0;
   for (size_t b = 0; b < best.size(); ++b) {
     int64_t used = 0;
-    for (size_t k : best[b]) used += lengths[k];
+    for (size_t u : best[b]) used += lengths[u];
     const int64_t width = separate ? used : best_len;
     if (separate || b == 0) {
       ids.emplace_back();
       seq.emplace_back();
+      prefix.emplace_back();
+      pos.emplace_back();
+      shares.push_back(false);
     }
-    const int64_t row_start = base + static_cast<int64_t>(ids.back().size());
-    int64_t at = row_start;
-    for (size_t k : best[b]) {
-      offset[k] = at;
-      const auto& s = all[members[k]];
-      ids.back().insert(ids.back().end(), s.prompt_ids.begin(), s.prompt_ids.end());
-      ids.back().insert(ids.back().end(), s.completion_ids.begin(), s.completion_ids.end());
-      seq.back().insert(seq.back().end(), lengths[k], static_cast<int64_t>(k));
-      at += lengths[k];
+    int64_t at = base + static_cast<int64_t>(ids.back().size());
+    for (size_t u : best[b]) {
+      const PromptUnit& unit = r.units[u];
+      const bool shared = unit.members.size() > 1;
+      shares.back() = shares.back() || shared;
+      // A prompt shared by several completions is a sequence of its own (ids after the members').
+      const int64_t prompt_seq = shared ? n_members + static_cast<int64_t>(u) : unit.members.front();
+      const auto& prompt = all[members[unit.members.front()]].prompt_ids;
+      const int64_t P = static_cast<int64_t>(prompt.size());
+      const int64_t last_prompt_token = at + P - 1;
+      ids.back().insert(ids.back().end(), prompt.begin(), prompt.end());
+      seq.back().insert(seq.back().end(), P, prompt_seq);
+      prefix.back().insert(prefix.back().end(), P, int64_t(-1));
+      for (int64_t t = 0; t < P; ++t) pos.back().push_back(t);
+      at += P;
+      for (int64_t k : unit.members) {
+        const auto& c = all[members[k]].completion_ids;
+        const int64_t C = static_cast<int64_t>(c.size());
+        prompt_last[k] = last_prompt_token;
+        ids.back().insert(ids.back().end(), c.begin(), c.end());
+        seq.back().insert(seq.back().end(), C, k);
+        prefix.back().insert(prefix.back().end(), C, shared ? prompt_seq : int64_t(-1));
+        for (int64_t t = 0; t < C; ++t) pos.back().push_back(P + t);
+        completion_at[k] = at;
+        at += C;
+      }
     }
     ids.back().resize(ids.back().size() + (width - used), 0);
     seq.back().resize(seq.back().size() + (width - used), -1);
+    prefix.back().resize(prefix.back().size() + (width - used), -1);
+    pos.back().resize(pos.back().size() + (width - used), 0);
     if (separate) base += width;
   }
   for (size_t b = 0; b < ids.size(); ++b) {
     const int64_t width = separate ? static_cast<int64_t>(ids[b].size()) : best_len;
     const int64_t rows = static_cast<int64_t>(ids[b].size()) / width;
     r.block_ids.push_back(torch::tensor(ids[b], torch::kInt64).view({rows, width}));
-    const bool one_sequence = separate && best[b].size() == 1;  // plain causal forward
-    r.block_seq.push_back(one_sequence ? torch::Tensor()
+    const bool one_sequence = separate && best[b].size() == 1 && r.units[best[b].front()].members.size() == 1;
+    r.block_seq.push_back(one_sequence ? torch::Tensor()  // plain causal forward
                                        : torch::tensor(seq[b], torch::kInt64).view({rows, width}));
+    r.block_prefix.push_back(shares[b] ? torch::tensor(prefix[b], torch::kInt64).view({rows, width}) : torch::Tensor());
+    r.block_positions.push_back(shares[b] ? torch::tensor(pos[b], torch::kInt64).view({rows, width}) : torch::Tensor());
   }
-  std::vector<int64_t> pos, tgt;
+  std::vector<int64_t> flat_pos, tgt;
   for (size_t k = 0; k < members.size(); ++k) {  // in member order, so samples stay sorted
     const auto& s = all[members[k]];
-    const int64_t P = static_cast<int64_t>(s.prompt_ids.size());
     for (size_t t = 0; t < s.completion_ids.size(); ++t) {
-      pos.push_back(offset[k] + P - 1 + static_cast<int64_t>(t));  // logits at i predict token i+1
+      // Logits at i predict token i+1: the first completion token from the prompt's last one.
+      flat_pos.push_back(t == 0 ? prompt_last[k] : completion_at[k] + static_cast<int64_t>(t) - 1);
       tgt.push_back(s.completion_ids[t]);
       r.sample_of_token.push_back(static_cast<int64_t>(k));
     }
     r.max_completion = std::max<int64_t>(r.max_completion, s.completion_ids.size());
     r.samples.push_back(members[k]);
   }
-  r.positions = torch::tensor(pos, torch::kInt64);
+  r.positions = torch::tensor(flat_pos, torch::kInt64);
   r.targets = torch::tensor(tgt, torch::kInt64);
   return r;
 }
@@ -187,6 +221,8 @@ torch::Tensor row_hidden(model::CausalLMImpl& model, const PackedRow& r, const t
   for (size_t b = 0; b < r.block_ids.size(); ++b) {
     model::ForwardArgs args;
     if (r.block_seq[b].defined()) args.seq_ids = r.block_seq[b].to(dev);
+    if (r.block_prefix[b].defined()) args.prefix_ids = r.block_prefix[b].to(dev);
+    if (r.block_positions[b].defined()) args.position_ids = r.block_positions[b].to(dev);
     auto h = model.hidden_states(r.block_ids[b].to(dev), args);  // (R, L, C)
     hs.push_back(h.reshape({-1, h.size(-1)}));
   }
@@ -271,7 +307,7 @@ void GrpoTrainer::retune(SharedConfig config) {
 
 std::map<std::string, double> GrpoTrainer::step(const std::vector<TrainSample>& samples) {
   const auto t_step = std::chrono::steady_clock::now();
-  return finish_step(samples, forward_backward(samples, true, nullptr), t_step);
+  return finish_step(forward_backward(samples, true, nullptr), t_step);
 }
 
 std::map<std::string, double> GrpoTrainer::step(std::vector<TrainSample>& samples, int64_t pass) {
@@ -281,23 +317,16 @@ std::map<std::string, double> GrpoTrainer::step(std::vector<TrainSample>& sample
   // trainer's policy then, which only this pass can see (without it pi_old is the sampler's).
   const bool record = pass == 0 && config_->num_iterations > 1 && config_->vllm_importance_sampling_correction;
   std::vector<std::vector<float>> logps;
-  auto metrics = finish_step(samples, forward_backward(samples, true, record ? &logps : nullptr), t_step);
+  auto metrics = finish_step(forward_backward(samples, true, record ? &logps : nullptr), t_step);
   if (record)
     for (size_t i = 0; i < samples.size(); ++i) samples[i].proximal_logprobs = std::move(logps[i]);
   if (config_->num_iterations > 1) metrics["batch/reuse_pass"] = static_cast<double>(pass);
   return metrics;
 }
 
-std::map<std::string, double> GrpoTrainer::finish_step(const std::vector<TrainSample>& samples,
-                                                       std::map<std::string, double> metrics,
+std::map<std::string, double> GrpoTrainer::finish_step(std::map<std::string, double> metrics,
                                                        std::chrono::steady_clock::time_point t_step) {
   metrics["perf/fwd_bwd_s"] = seconds_since(t_step);
-  double flops = 0;
-  for (const auto& s : samples) {
-    const auto completion = static_cast<int64_t>(s.completion_ids.size());
-    flops += flops_.lora_fwd_bwd(static_cast<int64_t>(s.prompt_ids.size()) + completion, completion);
-  }
-  metrics["perf/train_flops"] = flops;
   const auto t_opt = std::chrono::steady_clock::now();
   metrics["grad_norm"] = optimizer_->step();
   metrics["learning_rate"] = optimizer_->current_lr();
@@ -330,16 +359,53 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
 
   bool have_proximal = false;
   for (const auto& s : samples) have_proximal = have_proximal || !s.proximal_logprobs.empty();
-  std::vector<int64_t> lengths;
+  std::vector<int64_t> lengths, completion_lengths;
+  std::vector<const std::vector<int64_t>*> prompts;
   for (const auto& s : samples) {
     check(s.old_logprobs.size() == s.completion_ids.size() && !s.prompt_ids.empty(), "trainer",
           "sample needs a prompt and one behaviour log-prob per completion token");
     check(s.proximal_logprobs.size() == (have_proximal ? s.completion_ids.size() : 0), "trainer",
           "proximal log-probs must be given for every sample of a batch (one per completion token) or for none");
     lengths.push_back(static_cast<int64_t>(s.prompt_ids.size() + s.completion_ids.size()));
+    prompts.push_back(&s.prompt_ids);
+    completion_lengths.push_back(static_cast<int64_t>(s.completion_ids.size()));
   }
-  PackedBatches batches = config_->token_budget > 0 ? pack_token_budget(lengths, config_->token_budget)
+  // Sub-row layout cost model (build_row): attention FLOPs per (query, key) pair relative to the
+  // projections' FLOPs per token, doubled for the softmax/mask passes over every pair.
+  const auto& mc = model_->config();
+  const double proj = double(mc.hidden_size) * double(2 * mc.q_dim() + 2 * mc.kv_dim()) +
+                      3.0 * double(mc.hidden_size) * double(mc.intermediate_size);
+  const double attention_weight = 2.0 * 2.0 * double(mc.q_dim()) / proj;
+  // Rows of whole prompt units: a group's completions share one forward of its prompt, in parts
+  // when the masked attention of one long unit would cost more than copies of the prompt.
+  PromptUnitOptions unit_options;
+  unit_options.share = config_->share_prompts;
+  unit_options.attention_weight = attention_weight;
+  std::vector<PromptUnit> units;
+  if (config_->token_budget > 0) {
+    unit_options.cap = config_->token_budget;
+    units = prompt_units(prompts, completion_lengths, unit_options);
+    unit_options.cap = 0;
+  }
+  PackedBatches batches = config_->token_budget > 0 ? pack_token_budget(units, config_->token_budget)
                                                    : pack_fixed_count(lengths, config_->per_device_train_batch_size);
+  // Row-local units of row `ri`: the packed ones, or those of a fixed-count micro-batch.
+  auto row_units = [&](size_t ri) {
+    const auto& members = batches.rows[ri];
+    if (batches.row_units.empty()) {
+      std::vector<const std::vector<int64_t>*> ps;
+      std::vector<int64_t> cs;
+      for (int64_t i : members) ps.push_back(prompts[i]), cs.push_back(completion_lengths[i]);
+      return prompt_units(ps, cs, unit_options);
+    }
+    std::vector<PromptUnit> local;
+    for (int64_t u : batches.row_units[ri]) {
+      local.push_back(units[u]);
+      for (auto& i : local.back().members)
+        i = std::lower_bound(members.begin(), members.end(), i) - members.begin();  // rows are sorted
+    }
+    return local;
+  };
   std::map<std::string, double> metrics = batches.metrics;
   if (record) record->assign(samples.size(), {});
   auto mask_of = [&](const TrainSample& s) { return config_->mask_truncated_completions && s.truncated ? 0.0 : 1.0; };
@@ -358,12 +424,6 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   bonus_tokens_ = 0.0;
   const bool need_entropy = lc.top_entropy_quantile < 1.0 || lc.entropy_bonus;
 
-  // Sub-row layout cost model (build_row): attention FLOPs per (query, key) pair relative to the
-  // projections' FLOPs per token, doubled for the softmax/mask passes over every pair.
-  const auto& mc = model_->config();
-  const double proj = double(mc.hidden_size) * double(2 * mc.q_dim() + 2 * mc.kv_dim()) +
-                      3.0 * double(mc.hidden_size) * double(mc.intermediate_size);
-  const double attention_weight = 2.0 * 2.0 * double(mc.q_dim()) / proj;
   // Dispatch cost of one forward+backward call per layer, in multiply-adds: measured on the demo
   // model on a CPU (bench grpo-step, 256 one-sample calls against 19 padded blocks of the same
   // samples: 16 ms a call against 0.26 ms a token, i.e. ~64 tokens of a 197k-MAC layer).
@@ -372,12 +432,15 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   const RowLayout layout = row_layout_ == RowLayout::Auto && dev.is_cuda() ? RowLayout::Padded : row_layout_;
 
   std::map<std::string, double> sums;  // token-weighted sums of per-micro-batch metrics
-  double tokens_total = 0, entropy_sum = 0, loss_sum = 0, forwarded = 0, calls = 0;
+  double tokens_total = 0, entropy_sum = 0, loss_sum = 0, forwarded = 0, calls = 0, flops = 0, unshared = 0;
   std::map<std::string, double> mins, maxes;  // extremes by the window's rule (reduction_for)
-  for (const auto& members : batches.rows) {
-    PackedRow r = build_row(samples, members, layout, attention_weight, call_tokens);
+  for (size_t ri = 0; ri < batches.rows.size(); ++ri) {
+    const auto& members = batches.rows[ri];
+    PackedRow r = build_row(samples, members, row_units(ri), layout, attention_weight, call_tokens);
     if (r.targets.numel() == 0) continue;
     forwarded += static_cast<double>(r.tokens);
+    for (const auto& u : r.units) flops += flops_.lora_fwd_bwd(u.tokens, u.tokens - u.prompt_tokens);
+    for (int64_t i : members) unshared += static_cast<double>(lengths[i]);
     calls += static_cast<double>(r.block_ids.size());
     auto picked = row_hidden(*model_, r, dev).index_select(0, r.positions.to(dev));  // (N, C)
     torch::Tensor ent;
@@ -467,7 +530,11 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   metrics["loss"] = loss_sum;  // the accumulated objective of this step
   metrics["entropy"] = tokens_total > 0 ? entropy_sum / tokens_total : 0.0;
   metrics["num_tokens"] = forwarded;
+  // Tokens the model really forwarded, and those the shared prompts saved (formulas.md, "Shared prompts").
+  metrics["batch/forwarded_tokens_per_step"] = forwarded;
+  metrics["batch/shared_prompt_tokens_per_step"] = unshared - forwarded;
   metrics["batch/forward_calls_per_step"] = calls;  // model forwards (sub-row layout, build_row)
+  metrics["perf/train_flops"] = flops;  // model FLOPs of the tokens forwarded (flops.h)
 
   double len_sum = 0, len_min = 1e300, len_max = 0, clipped = 0, term_sum = 0, term_n = 0;
   for (const auto& s : samples) {

@@ -87,7 +87,7 @@ private:
   // it is not null.
   std::map<std::string, double> forward_backward(const std::vector<TrainSample>& samples, bool backward,
                                                  std::vector<std::vector<float>>* record);
-  std::map<std::string, double> finish_step(const std::vector<TrainSample>& samples, std::map<std::string, double> metrics,
+  std::map<std::string, double> finish_step(std::map<std::string, double> metrics,
                                             std::chrono::steady_clock::time_point t_step);
 
   model::CausalLM model_;

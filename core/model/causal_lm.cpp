@@ -151,6 +151,8 @@ Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const io::Model
   KVCache* cache = a.cache;
   const int64_t L = cache ? cache->length() : 0;
   check(!(cache && a.seq_ids.defined()), "forward", "packed rows (seq_ids) cannot use a KV cache");
+  check(!a.prefix_ids.defined() || (a.seq_ids.defined() && a.prefix_ids.sizes() == a.seq_ids.sizes()), "forward",
+        "prefix_ids needs seq_ids of the same shape");
   if (cache && L > 0)
     check(cache->batch_size() == B, "forward",
           "batch has " + std::to_string(B) + " rows, KV cache has " + std::to_string(cache->batch_size()),
@@ -191,7 +193,12 @@ Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const io::Model
     blocked = blocked | key_valid.logical_not().unsqueeze(1);  // (B, T, S)
     if (a.seq_ids.defined()) {
       auto s = a.seq_ids.to(dev);                                      // (B, T)
-      blocked = blocked | (s.unsqueeze(2) != s.unsqueeze(1));          // (B, T, T)
+      auto other = s.unsqueeze(2) != s.unsqueeze(1);                   // (B, T, T)
+      if (a.prefix_ids.defined()) {
+        auto pre = a.prefix_ids.to(dev);                               // (B, T)
+        other = other & ((pre.unsqueeze(2) != s.unsqueeze(1)) | (pre < 0).unsqueeze(2));
+      }
+      blocked = blocked | other;
     }
   }
   p.mask = make_mask(blocked, causal_only, dtype);

@@ -53,6 +53,10 @@ struct ForwardArgs {
   // (B, T) int64 packed rows: a token attends only to earlier tokens with the same id; -1 marks
   // padding. Not combinable with a cache. See seq_ids_from_cu_seqlens().
   torch::Tensor seq_ids;
+  // (B, T) int64, with seq_ids: a token also attends to every earlier token whose seq id equals its
+  // prefix id (-1: none). Completions that share one forwarded prompt carry the prompt's seq id
+  // here (docs/formulas.md, "Shared prompts"); give their position_ids too, continuing the prompt's.
+  torch::Tensor prefix_ids;
   // Incremental decoding: the call's tokens are appended to the cache (see kv_cache.h).
   KVCache* cache = nullptr;
   // Logits of the last position only: (B, 1, V). With left padding that is every row's last

@@ -70,7 +70,8 @@ std::vector<MetricSpec> pipeline_metrics() {
       // batch: how the step's samples were packed (docs/formulas.md, "Token budget packing")
       m("batch/samples_per_step", "samples", "batch", "Completions trained in the step."),
       m("batch/trained_tokens_per_step", "tokens", "batch", "Completion tokens the loss counts."),
-      m("batch/forwarded_tokens_per_step", "tokens", "batch", "Tokens forwarded, prompts and padding included."),
+      m("batch/forwarded_tokens_per_step", "tokens", "batch", "Prompt and completion tokens forwarded (a shared prompt once; padding not counted)."),
+      m("batch/shared_prompt_tokens_per_step", "tokens", "batch", "Prompt tokens not forwarded because completions shared their prompt (share_prompts)."),
       m("batch/forward_calls_per_step", "calls", "batch", "Model forward calls of the step."),
       m("batch/microbatches_per_step", "rows", "batch", "Micro-batches (packed rows) of the step."),
       m("batch/samples_per_row", "samples", "batch", "Mean completions per packed row."),

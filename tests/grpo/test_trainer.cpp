@@ -315,6 +315,102 @@ private Q_SLOTS:
     QCOMPARE(calls[algo::RowLayout::Padded], 1.0);    // against one (R, L) block
   }
 
+  // share_prompts: a group's completions attend to one forward of their prompt. The loss and every
+  // gradient equal those of the copy-per-completion layout (which packingDoesNotChangeTheLoss ties
+  // to one-sample forwards), in every sub-row layout, with token-budget rows that split a group,
+  // and with the reference model's KL; the model forwards fewer tokens by exactly the copies saved.
+  void sharedPromptsGiveTheSameLossAndGradients() {
+    auto m = tiny_lora_model();
+    // Two groups of three with prompts of 3 and 5 tokens, and a sample of its own.
+    auto samples = grpo::testing::samples_near_policy(m, {{{1, 2, 3}, {10, 11, 12, 13}, 1.2},
+                                                          {{4, 5, 6, 7, 8}, {14, 15}, -0.4},
+                                                          {{1, 2, 3}, {16}, -0.8},
+                                                          {{4, 5, 6, 7, 8}, {17, 18, 19}, 0.9},
+                                                          {{9, 8}, {20, 21}, 0.3},
+                                                          {{1, 2, 3}, {22, 23, 24}, 0.5},
+                                                          {{4, 5, 6, 7, 8}, {25, 26, 27, 28}, -0.6}});
+    algo::TrainConfig cfg;
+    cfg.loss_type = "dapo";
+    cfg.beta = 0.05;  // the reference forward takes the same layout
+    cfg.token_budget = 4096;
+    algo::GrpoTrainer trainer(m, cfg);
+    auto run = [&](bool share, int64_t budget, algo::RowLayout layout) {
+      cfg.share_prompts = share;
+      cfg.token_budget = budget;
+      trainer.retune(cfg);
+      trainer.set_row_layout(layout);
+      for (auto& p : m->lora_parameters())
+        if (p.grad().defined()) p.mutable_grad().zero_();
+      auto metrics = trainer.forward_backward(samples, true);
+      std::vector<torch::Tensor> grads;
+      for (auto& p : m->lora_parameters()) grads.push_back(p.grad().clone());
+      return std::make_pair(metrics, grads);
+    };
+    const auto [plain, plain_grads] = run(false, 4096, algo::RowLayout::Auto);
+    const double all_tokens = 3 * 3 + 5 * 3 + 2 + (4 + 1 + 3) + (2 + 3 + 4) + 2;  // prompts, then completions
+    QCOMPARE(plain.at("batch/forwarded_tokens_per_step"), all_tokens);
+    QCOMPARE(plain.at("batch/shared_prompt_tokens_per_step"), 0.0);
+    struct Case {
+      int64_t budget;
+      algo::RowLayout layout;
+      double saved;  // prompt copies not forwarded
+    };
+    // Budget 10 splits both groups, each into a unit that shares and one that does not:
+    // 3+4+1 | 3+3 and 5+2+3 | 5+4.
+    for (const Case& c : {Case{4096, algo::RowLayout::Auto, 2 * 3 + 2 * 5}, Case{4096, algo::RowLayout::Separate, 16},
+                          Case{4096, algo::RowLayout::Padded, 16}, Case{10, algo::RowLayout::Auto, 1 * 3 + 1 * 5}}) {
+      const auto [shared, grads] = run(true, c.budget, c.layout);
+      const QString what = QString("budget %1 layout %2").arg(c.budget).arg(int(c.layout));
+      QVERIFY2(std::fabs(shared.at("loss") - plain.at("loss")) < 1e-10,
+               qPrintable(what + QString(": loss %1 vs %2").arg(shared.at("loss"), 0, 'g', 17).arg(plain.at("loss"), 0, 'g', 17)));
+      QVERIFY2(std::fabs(shared.at("kl_ref") - plain.at("kl_ref")) < 1e-10, qPrintable(what));
+      QVERIFY2(std::fabs(shared.at("entropy") - plain.at("entropy")) < 1e-10, qPrintable(what));
+      QCOMPARE(grads.size(), plain_grads.size());
+      for (size_t i = 0; i < grads.size(); ++i)
+        QVERIFY2(torch::allclose(grads[i], plain_grads[i], 1e-8, 1e-12), qPrintable(what + QString(": gradient %1").arg(i)));
+      QCOMPARE(shared.at("batch/shared_prompt_tokens_per_step"), c.saved);
+      QCOMPARE(shared.at("batch/forwarded_tokens_per_step"), all_tokens - c.saved);
+      QCOMPARE(shared.at("batch/samples_per_step"), 7.0);
+    }
+    // The 10-token rows really split the groups: no row holds more than 10 tokens.
+    QVERIFY(run(true, 10, algo::RowLayout::Auto).first.at("batch/row_tokens_max") <= 10.0);
+  }
+
+  // The shared layout's mask alone: a completion that attends to a shared prompt gets the hidden
+  // states it gets after its own copy of the prompt, and a completion never sees another's tokens.
+  void prefixIdsMaskMatchesSeparateSequences() {
+    auto m = tiny_lora_model();
+    torch::NoGradGuard ng;
+    // prompt [1 2 3], completions [10 11] and [12 13 14]; then a sample of its own [5 6 | 15].
+    auto ids = torch::tensor({1, 2, 3, 10, 11, 12, 13, 14, 5, 6, 15}, torch::kInt64).unsqueeze(0);
+    model::ForwardArgs a;
+    a.seq_ids = torch::tensor({9, 9, 9, 0, 0, 1, 1, 1, 2, 2, 2}, torch::kInt64).unsqueeze(0);
+    a.prefix_ids = torch::tensor({-1, -1, -1, 9, 9, 9, 9, 9, -1, -1, -1}, torch::kInt64).unsqueeze(0);
+    a.position_ids = torch::tensor({0, 1, 2, 3, 4, 3, 4, 5, 0, 1, 2}, torch::kInt64).unsqueeze(0);
+    auto h = m->hidden_states(ids, a)[0];  // (T, C)
+    auto alone = [&](std::vector<int64_t> tokens) {
+      return m->hidden_states(torch::tensor(tokens, torch::kInt64).unsqueeze(0), {})[0];
+    };
+    auto first = alone({1, 2, 3, 10, 11}), second = alone({1, 2, 3, 12, 13, 14}), own = alone({5, 6, 15});
+    QVERIFY(torch::allclose(h.narrow(0, 0, 5), first, 1e-10, 1e-12));
+    QVERIFY(torch::allclose(h.narrow(0, 5, 3), second.narrow(0, 3, 3), 1e-10, 1e-12));
+    QVERIFY(torch::allclose(h.narrow(0, 8, 3), own, 1e-10, 1e-12));
+    // Without prefix_ids the second completion sees neither the prompt nor the first completion.
+    a.prefix_ids = torch::Tensor();
+    a.position_ids = torch::Tensor();
+    auto cut = m->hidden_states(ids, a)[0];
+    QVERIFY(torch::allclose(cut.narrow(0, 5, 3), alone({12, 13, 14}), 1e-10, 1e-12));
+    // A prefix_ids tensor of another shape is refused.
+    a.prefix_ids = torch::full({1, 4}, -1, torch::kInt64);
+    bool refused = false;
+    try {
+      m->hidden_states(ids, a);
+    } catch (const std::exception& e) {
+      refused = std::string(e.what()).find("prefix_ids") != std::string::npos;
+    }
+    QVERIFY(refused);
+  }
+
   void stepMovesOnlyLoraParameters() {
     auto m = tiny_lora_model();
     auto samples = make_samples(m);
