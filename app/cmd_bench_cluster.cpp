@@ -44,6 +44,9 @@ void add_cluster_bench_commands(CLI::App& app) {
   cluster->add_option("--max-staleness", c->max_staleness, "max_staleness of the async runs")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
+  cluster->add_option("--routing", c->routing, "worker_routing of every run: group (ours) or prefix (the reference proxy's rules)")
+      ->check(CLI::IsMember({"group", "prefix"}))
+      ->capture_default_str();
   cluster->add_option("--slowdown", c->slowdown, "The straggler's latency over a healthy batch's")->capture_default_str();
   cluster->add_option("--delay-ms", c->delay_ms, "Inject this delay instead (0: derived from --slowdown)");
   cluster->add_option("--sources", c->sources,

@@ -135,6 +135,7 @@ grpo::TrainConfig worker_run_config(const WorkerRunSettings& w, const std::strin
            {"max_completion_length", w.max_completion_length}, {"max_prompt_length", 64}, {"learning_rate", 1e-3},
            {"r", 8}, {"lora_alpha", 16}, {"token_budget", 4096}, {"max_steps", w.steps}, {"eval_steps", 0},
            {"save_steps", 0}, {"max_staleness", w.max_staleness}, {"weight_sync_steps", 1}, {"local_generators", 0},
+           {"worker_routing", w.routing},
            // One step of queued rollouts, as the demo preset: a deeper queue (the default 1024
            // samples is 32 steps here) only fills with groups that grow too stale to train.
            {"queue_maxsize", w.prompts_per_step * w.num_generations},
@@ -282,6 +283,7 @@ nlohmann::json straggler_run(const ClusterBenchOptions& o, const Scratch& s, con
   ws.num_generations = o.num_generations;
   ws.max_completion_length = o.max_completion_length;
   ws.max_staleness = o.max_staleness;
+  ws.routing = o.routing;
   auto cfg = worker_run_config(ws, run_dir);
   const bool per_worker = !sync && o.sources == "per-worker";
   if (sync) {
@@ -430,7 +432,7 @@ nlohmann::json bench_cluster(const ClusterBenchOptions& o) {
                       {"threads_per_worker", o.threads}, {"cpu_cores", std::thread::hardware_concurrency()},
                       {"steps", o.steps}, {"prompts_per_step", o.prompts_per_step},
                       {"num_generations", o.num_generations}, {"max_completion_length", o.max_completion_length},
-                      {"max_staleness", o.max_staleness}};
+                      {"max_staleness", o.max_staleness}, {"routing", o.routing}};
   if (wants(o, "straggler")) r["straggler"] = bench_straggler(o, s);
   if (wants(o, "adapters") || wants(o, "scaling")) {
     auto workers = start_local_workers(s.worker_options(o), o.workers);

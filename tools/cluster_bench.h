@@ -76,6 +76,7 @@ struct WorkerRunSettings {
   std::string token_file;
   int64_t steps = 16, prompts_per_step = 4, num_generations = 8, max_completion_length = 16;
   int64_t max_staleness = 2;
+  std::string routing = "group";  // worker_routing
 };
 grpo::TrainConfig worker_run_config(const WorkerRunSettings& settings, const std::string& run_dir);
 
@@ -102,6 +103,7 @@ struct ClusterBenchOptions {
   int64_t num_generations = 8;
   int64_t max_completion_length = 16;
   int64_t max_staleness = 2;        // async runs (the run's default is 4; 2 keeps the history comparable)
+  std::string routing = "group";    // worker_routing of every run: "group" or "prefix" (the reference's rules)
   double slowdown = 10;             // the straggler's per-request latency / a healthy one's
   int delay_ms = 0;                 // > 0: this injected delay instead of one derived from slowdown
   std::string sources = "router";   // "router": one source over all workers (as grpo train);

@@ -28,8 +28,8 @@ size_t PrefixRouter::BlockHashFn::operator()(const BlockHash& h) const {
   return v;
 }
 
-PrefixRouter::PrefixRouter(int block_size, int64_t imbalance, size_t max_blocks)
-    : block_size_(block_size), imbalance_(imbalance), max_blocks_(max_blocks) {
+PrefixRouter::PrefixRouter(int block_size, int64_t imbalance, size_t max_blocks, bool group_rules)
+    : block_size_(block_size), imbalance_(imbalance), max_blocks_(max_blocks), group_rules_(group_rules) {
   check(block_size_ > 0 && max_blocks_ > 0, "prefix router", "block_size and max_blocks must be positive");
 }
 
@@ -52,7 +52,7 @@ std::vector<PrefixRouter::BlockHash> PrefixRouter::block_hashes(const std::strin
 }
 
 int PrefixRouter::choose(const std::vector<RouteCandidate>& candidates, const std::string& model,
-                         const std::vector<int64_t>& prompt) {
+                         const std::vector<int64_t>& prompt, const std::string& affinity) {
   check(!candidates.empty(), "prefix router", "no worker to route to", "wait for a worker to join");
   const auto hashes = block_hashes(model, prompt);
   const size_t n = candidates.size();
@@ -91,21 +91,48 @@ int PrefixRouter::choose(const std::vector<RouteCandidate>& candidates, const st
         (specific(i) == specific(best) && candidates[i].inflight < candidates[best].inflight))
       best = i;
   }
+  // Group affinity (ours): where the group's first request went, while within the imbalance.
+  size_t grouped = n;
+  const bool grouping = group_rules_ && !affinity.empty();
+  if (auto g = grouping ? groups_.find(affinity) : groups_.end(); g != groups_.end())
+    for (size_t i = 0; i < n; ++i)
+      if (candidates[i].id == g->second && candidates[i].inflight - least <= imbalance_) grouped = i;
   ++stats_.routed;
   size_t pick;
-  if (specific(best) > 0 && candidates[best].inflight - least <= imbalance_) {
+  if (grouped < n) {
+    pick = grouped;
+    ++stats_.grouped;
+  } else if (specific(best) > 0 && candidates[best].inflight - least <= imbalance_) {
     pick = best;
     ++stats_.affinity;
   } else {
     if (specific(best) > 0) ++stats_.spilled;
     else ++stats_.unmatched;
+    // Shortest expected delay (ours; the reference's least inflight when nothing is measured).
+    double fastest = 0;
+    for (const auto& c : candidates)
+      if (group_rules_ && c.service_s > 0 && (fastest == 0 || c.service_s < fastest)) fastest = c.service_s;
+    auto delay = [&](size_t i) {
+      const double s = group_rules_ && candidates[i].service_s > 0 ? candidates[i].service_s : fastest > 0 ? fastest : 1.0;
+      return static_cast<double>(candidates[i].inflight + 1) * s;
+    };
+    double shortest = delay(0);
+    for (size_t i = 1; i < n; ++i) shortest = std::min(shortest, delay(i));
     std::vector<size_t> ties;
     for (size_t i = 0; i < n; ++i)
-      if (candidates[i].inflight == least) ties.push_back(i);
+      if (delay(i) == shortest) ties.push_back(i);
     pick = ties[rr_ % ties.size()];
     ++rr_;
   }
   const int pick_id = candidates[pick].id;
+  if (grouping && grouped == n) {
+    auto [g, fresh] = groups_.insert_or_assign(affinity, pick_id);
+    if (fresh) group_order_.push_back(affinity);
+    while (groups_.size() > kMaxGroups) {
+      groups_.erase(group_order_.front());
+      group_order_.pop_front();
+    }
+  }
   for (size_t i = 0; i < hashes.size(); ++i) {
     auto it = blocks_.find(hashes[i]);
     if (it == blocks_.end()) {
@@ -128,6 +155,12 @@ int PrefixRouter::choose(const std::vector<RouteCandidate>& candidates, const st
 
 void PrefixRouter::forget_worker(int id) {
   for (auto& [h, e] : blocks_) e.owners.erase(id);
+  group_order_.remove_if([&](const std::string& key) {
+    auto g = groups_.find(key);
+    if (g == groups_.end() || g->second != id) return false;
+    groups_.erase(g);
+    return true;
+  });
 }
 
 }  // namespace grpo::cluster

@@ -28,7 +28,7 @@ nlohmann::json RouterAccounting::to_json() const {
 }
 
 Router::Router(RouterOptions options, EventFn on_event)
-    : opts_(std::move(options)), on_event_(std::move(on_event)), prefix_(16, opts_.imbalance) {}
+    : opts_(std::move(options)), on_event_(std::move(on_event)), prefix_(16, opts_.imbalance, 500000, opts_.group_routing) {}
 
 Router::~Router() {
   if (!stream_) return;
@@ -147,6 +147,7 @@ void Router::take_out(Worker& w, const std::string& reason) {
   }
   w.backoff = opts_.probe_min_s;
   w.next_probe = now_s() + w.backoff;
+  w.service_s = 0;  // measured afresh when it is back
   prefix_.forget_worker(w.id);
   if (was_up) {
     log_warn("worker " + w.url + " taken out: " + reason);
@@ -326,7 +327,7 @@ void Router::dispatch(const std::shared_ptr<Batch>& b) {
   while (!b->pending.empty() && !b->closed) {
     std::vector<RouteCandidate> cands;
     for (auto& [id, w] : workers_)
-      if (w->state == Worker::Up && !w->removed && !w->draining && !w->paused) cands.push_back({id, w->inflight});
+      if (w->state == Worker::Up && !w->removed && !w->draining && !w->paused) cands.push_back({id, w->inflight, w->service_s});
     if (cands.empty()) return;  // the tick retries once a worker is back
     const size_t job = b->pending.front();
     b->pending.pop_front();
@@ -336,11 +337,13 @@ void Router::dispatch(const std::shared_ptr<Batch>& b) {
       continue;
     }
     const int64_t hits = prefix_.stats().affinity;
-    const int id = prefix_.choose(cands, j.req.model, j.req.prompt);
+    const int id = prefix_.choose(cands, j.req.model, j.req.prompt, j.req.affinity);
     Worker* w = find(id);
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++w->inflight;
+      j.load_at_send = w->inflight;
+      j.sent_at = now_s();
       ++w->dispatched;
       w->affinity_hits += prefix_.stats().affinity > hits ? 1 : 0;
       ++acc_.dispatched;
@@ -408,6 +411,12 @@ void Router::on_answer(const std::shared_ptr<Batch>& b, size_t job, int worker_i
       ++acc_.completed;
       ++w->completed;
       w->tokens += resp.completion_tokens;
+      // Seconds per request, for shortest-expected-delay routing (prefix_router.h): a batching
+      // worker answers its L requests in flight together, so one costs its answer time over L.
+      if (w->epoch == j.epoch) {
+        const double sample = std::max(0.0, now_s() - j.sent_at) / static_cast<double>(std::max<int64_t>(1, j.load_at_send));
+        w->service_s = w->service_s > 0 ? 0.8 * w->service_s + 0.2 * sample : sample;
+      }
     }
     j.out.ok = true;
     j.out.response = std::move(resp);

@@ -47,6 +47,7 @@ struct RouterOptions {
   double load_timeout_s = 300;      // PROXY_LORA_LOAD_TIMEOUT_S
   double load_retry_s = 0.5;        // PROXY_LORA_RETRY_S (later value)
   int64_t imbalance = 8;            // PROXY_IMBALANCE
+  bool group_routing = true;        // our rules around the reference's (prefix_router.h); false: its rules only
   double probe_min_s = 0.25, probe_max_s = 5;  // backoff between probes of a worker that is out
   int max_attempts = 8;             // dispatches of one request before it is given up
   // A worker that answers garbage or the wrong weights is quarantined: not probed again for this

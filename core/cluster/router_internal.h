@@ -48,6 +48,7 @@ struct Router::Worker {
   int64_t inflight = 0, completed = 0;
   bool draining = false, paused = false;        // operator commands: no new requests
   int64_t dispatched = 0, affinity_hits = 0, tokens = 0;
+  double service_s = 0;  // seconds per request: EWMA of answer time / requests in flight at dispatch
   std::string adapter;                          // the newest live one it holds (view, under mu_)
   double next_probe = 0, backoff = 0;
   std::string last_error;
@@ -66,6 +67,8 @@ struct Router::Batch {
     double deadline = 0;  // streamed jobs: given up at this time (now_s clock)
     int worker = -1;
     uint64_t epoch = 0;  // the worker's incarnation it was sent to
+    double sent_at = 0;         // now_s() at dispatch
+    int64_t load_at_send = 1;   // the worker's requests in flight then, this one included
     QNetworkReply* reply = nullptr;
   };
   std::map<size_t, Job> jobs;   // by id; a streamed job is erased once poll() returned it

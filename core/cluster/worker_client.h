@@ -38,6 +38,9 @@ struct CompletionRequest {
   int64_t n = 1;
   std::vector<int64_t> stop_token_ids;  // EOS ids (vLLM extra)
   std::vector<std::string> stop;        // stop strings
+  // Not sent: requests with the same non-empty key go to one worker while it is up and within the
+  // router's imbalance (a GRPO group: its latency is then one worker's, not the slowest's).
+  std::string affinity;
 };
 
 struct CompletionChoice {

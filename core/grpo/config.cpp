@@ -123,6 +123,7 @@ const ConfigTable<TrainConfig>& table() {
         {"cluster_tls_fingerprint", &T::cluster_tls_fingerprint, {}, "SHA-256 fingerprints (comma-separated) of https:// workers' certificates (\"\" = system CAs)."},
         {"discovery", &T::discovery, {}, "Also use workers that announce themselves with signed UDP beacons."},
         {"discovery_address", &T::discovery_address, {}, "UDP multicast group:port of the worker beacons."},
+        {"worker_routing", &T::worker_routing, one_of({"group", "prefix"}), "How completion requests pick a worker: prefix (the reference LoRA proxy's KV-prefix affinity, else the least loaded), or group (the default: also a group's requests on one worker, and the shortest expected delay from each worker's measured speed instead of the least loaded; docs/workers.md, \"Routing\")."},
         {"worker_timeout_s", &T::worker_timeout_s, above(0), "A completion request slower than this takes its worker out.", false, nullptr, {"request_timeout"}},
         {"serve", &T::serve, {}, "HOST:PORT: serve the run over HTTP (state, metrics, control, the browser view, and workers joining; port 0: any free). \"\" = not served."}}},
       {"slurm workers",

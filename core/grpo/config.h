@@ -114,6 +114,7 @@ struct TrainConfig {
   bool discovery = false;              // listen for signed worker beacons
   std::string discovery_address = "239.255.77.42:29517";  // UDP multicast group:port of beacons
   double worker_timeout_s = 60;        // a completion request slower than this takes the worker out
+  std::string worker_routing = "group";  // "group": our rules around the prefix proxy's; "prefix": its rules only
   std::string serve;                   // "HOST:PORT": the run's HTTP endpoint (workers join there); "" = none
   // workers launched through Slurm (core/cluster/slurm.h, core/run/worker_fleet.h)
   int64_t slurm_workers = 0;           // array tasks asked for at start (0: none)

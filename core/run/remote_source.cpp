@@ -58,6 +58,7 @@ RemoteSourceOptions remote_options_from_config(const grpo::TrainConfig& cfg, con
   o.discovery = cfg.discovery;
   o.discovery_address = cfg.discovery_address;
   o.worker_timeout_s = cfg.worker_timeout_s;
+  o.group_routing = cfg.worker_routing != "prefix";
   const std::string model_config = path_join(hub::resolve_model_dir(cfg.model_name_or_path, cfg.model_revision), "config.json");
   if (file_exists(model_config)) o.vocab_size = io::ModelConfig::load(model_config).vocab_size;
   o.keep_versions = worker_keep_versions(cfg.max_staleness);
@@ -97,6 +98,7 @@ void RemoteSource::start_in_this_thread() {
   ro.token = opts_.token;
   ro.tls_pins = opts_.tls_pins;
   ro.request_timeout_s = opts_.worker_timeout_s;
+  ro.group_routing = opts_.group_routing;
   ro.vocab_size = opts_.vocab_size;
   auto router = std::make_unique<cluster::Router>(ro, [this](const nlohmann::json& e) {
     nlohmann::json ev = e;
@@ -191,8 +193,8 @@ void RemoteSource::wait_for_a_worker(const std::function<bool()>& stop) {
         "paused in the app take no requests)");
 }
 
-// The G completion requests of one group: n = 1 each, as TRL's rollout worker sends them, so the
-// group's requests share a prefix on one worker.
+// The G completion requests of one group: n = 1 each, as TRL's rollout worker sends them, kept on
+// one worker by their affinity key (docs/workers.md, "Routing").
 std::vector<cluster::CompletionRequest> RemoteSource::requests_for(const RolloutRequest& r,
                                                                    const rollout::SamplingParams& params,
                                                                    const std::string& model) const {
@@ -211,6 +213,7 @@ std::vector<cluster::CompletionRequest> RemoteSource::requests_for(const Rollout
     // One RNG stream per completion, derived from the group's seed (reproducible per request).
     c.seed = params.seed * 1000003ULL + r.prompt_key * 131ULL + static_cast<uint64_t>(i);
     c.n = 1;
+    c.affinity = "group-" + std::to_string(r.group_id);
     out.push_back(std::move(c));
   }
   return out;

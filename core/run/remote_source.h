@@ -43,6 +43,7 @@ struct RemoteSourceOptions {
   std::string discovery_address;        // group:port (cfg.discovery_address)
   double discovery_forget_s = 15;
   double worker_timeout_s = 60;         // per completion request
+  bool group_routing = true;            // cfg.worker_routing == "group" (cluster::RouterOptions)
   int64_t vocab_size = 0;               // the base model's (config.json); > 0: answers are checked
   double wait_for_workers_s = 30;       // how long generate() waits for a first worker
   bool joins = false;                   // workers may join by themselves (join()): none needed at start

@@ -4,6 +4,8 @@
 // but only hash equality enters a routing decision, so every pick must match.
 #include <QtTest>
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -118,6 +120,55 @@ private Q_SLOTS:
     QCOMPARE(r.stats().unmatched, int64_t(2));
     // Only one candidate left (worker 0 gone): it gets everything.
     QCOMPARE(r.choose({{1, 5}}, "m", prompt(4)), 1);
+  }
+
+  // Our rules (prefix_router.h; the reference has neither). Group affinity: 6 groups of 8 with
+  // prompts shorter than a block (no prefix to match), sent interleaved and nothing finishing:
+  // every group stays on the worker its first request went to, and the groups spread.
+  void groupAffinityKeepsAGroupTogether() {
+    PrefixRouter r;
+    std::vector<int64_t> inflight(3, 0);
+    std::map<int, std::set<int>> where;
+    for (int g = 0; g < 8; ++g)
+      for (int group = 0; group < 6; ++group) {
+        const int id = r.choose(cands(inflight), "m", {int64_t(100 + group)}, "group-" + std::to_string(group));
+        ++inflight[id];
+        where[group].insert(id);
+      }
+    for (const auto& [group, ids] : where) QVERIFY2(ids.size() == 1, qPrintable(QString("group %1 split").arg(group)));
+    QCOMPARE(inflight, std::vector<int64_t>({16, 16, 16}));
+    QCOMPARE(r.stats().grouped, int64_t(6 * 7));
+    QCOMPARE(r.stats().unmatched, int64_t(6));
+    // Past the imbalance (8) the group spills, and its later requests follow the new worker.
+    PrefixRouter s;
+    QCOMPARE(s.choose(cands({0, 0}), "m", {1}, "g"), 0);
+    QCOMPARE(s.choose(cands({8, 0}), "m", {1}, "g"), 0);   // 8 beyond the least: still together
+    QCOMPARE(s.choose(cands({9, 0}), "m", {1}, "g"), 1);   // 9: spilled to the least delay
+    QCOMPARE(s.choose(cands({0, 9}), "m", {1}, "g"), 0);   // and from then on, spilled to 0 again
+    QCOMPARE(s.choose(cands({3, 3}), "m", {1}, "g"), 0);   // ... where the key now points
+    // A worker that left takes its groups with it.
+    s.forget_worker(0);
+    QCOMPARE(s.choose(cands({5, 0}), "m", {1}, "g"), 1);
+    QCOMPARE(s.stats().grouped, int64_t(2));
+  }
+
+  // Shortest expected delay, (inflight + 1) x seconds per request: a worker 10.5x slower than two
+  // others gets its first request only once each of them has 10 in flight (11 x 0.1 > 1.05).
+  void slowWorkerGetsItsShareByExpectedDelay() {
+    PrefixRouter r;
+    std::vector<int64_t> inflight(3, 0);
+    const std::vector<double> service = {0.1, 0.1, 1.05};
+    auto measured = [&] {
+      std::vector<RouteCandidate> c;
+      for (int i = 0; i < 3; ++i) c.push_back({i, inflight[i], service[i]});
+      return c;
+    };
+    for (int k = 0; k < 21; ++k) ++inflight[r.choose(measured(), "m", {int64_t(k)})];
+    QCOMPARE(inflight, std::vector<int64_t>({10, 10, 1}));
+    // A worker not measured yet counts as the fastest measured one: it is tried.
+    QCOMPARE(r.choose({{0, 3, 0.1}, {1, 3, 0.1}, {2, 0, 0.0}}, "m", {99}), 2);
+    // Unmeasured everywhere: the reference's least inflight, round robin among ties.
+    QCOMPARE(r.choose({{0, 2, 0.0}, {1, 1, 0.0}}, "m", {98}), 1);
   }
 };
 
