@@ -165,7 +165,8 @@ nlohmann::json learn_profile(const std::vector<nlohmann::json>& metrics, int64_t
       return it != m.end() && it->is_number() && std::isfinite(it->get<double>()) ? it->get<double>() : 0.0;
     };
     for (size_t i = 0; i < kPhases.size(); ++i) sums[i] += number(kPhases[i].second);
-    samples += number("batch/samples_per_step");
+    // Samples generated: a batch trained num_iterations times counts once (on its first pass).
+    if (number("batch/reuse_pass") == 0.0) samples += number("batch/samples_per_step");
   }
   nlohmann::json phases = nlohmann::json::array();
   double accounted = 0;

@@ -51,7 +51,8 @@ struct LearnBenchOptions {
 // summed over the steps (perf/fwd_bwd_s, perf/optimizer_s, perf/rollout_wait_s,
 // perf/weight_sync_s, perf/eval_s) and "other" (the rest of `wall_s`: assembling, logging,
 // checkpoints, start-up), each in seconds and as a share of wall_s; samples (batch/samples_per_step
-// summed) and steps. {"wall_s", "steps", "samples", "phases": [{"phase", "seconds", "share"}]}.
+// summed over the steps that took a fresh batch: with num_iterations > 1 the samples generated,
+// not those trained) and steps. {"wall_s", "steps", "samples", "phases": [{"phase", "seconds", "share"}]}.
 nlohmann::json learn_profile(const std::vector<nlohmann::json>& metrics, int64_t last_step, double wall_s);
 // The same as a Markdown table (`grpo bench learn --profile`).
 std::string learn_profile_table(const nlohmann::json& profile);

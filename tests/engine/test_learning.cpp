@@ -44,6 +44,12 @@ private Q_SLOTS:
     QCOMPARE(p.at("phases")[0].at("share").get<double>(), 0.3);
     const std::string table = grpo::run::learn_profile_table(p);
     QVERIFY2(table.find("| forward + backward | 3.0 | 30.0% |") != std::string::npos, table.c_str());
+    // num_iterations 2: the second pass over a batch trains its samples again, generates none.
+    const std::vector<nlohmann::json> reused = {
+        {{"step", 1}, {"batch/samples_per_step", 8}, {"batch/reuse_pass", 0}},
+        {{"step", 2}, {"batch/samples_per_step", 8}, {"batch/reuse_pass", 1}},
+        {{"step", 3}, {"batch/samples_per_step", 8}, {"batch/reuse_pass", 0}}};
+    QCOMPARE(grpo::run::learn_profile(reused, 3, 1.0).at("samples").get<double>(), 16.0);
   }
 
   // Two seeds of a short demo that cannot reach its target: each run's profile covers its steps,
