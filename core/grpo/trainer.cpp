@@ -75,7 +75,7 @@ struct PackedRow {
   std::vector<torch::Tensor> block_ids;  // (R, L) each
   std::vector<torch::Tensor> block_seq;  // (R, L) each, -1 = padding; undefined for one sequence
   std::vector<torch::Tensor> block_prefix;     // (R, L): the shared prompt's seq id, or -1; or undefined
-  std::vector<torch::Tensor> block_positions;  // (R, L) position ids; undefined with block_seq
+  std::vector<torch::Tensor> block_positions;  // (R, L) position ids; undefined when nothing in the block shares
   torch::Tensor positions;    // (N) flat indices of the positions that predict completion tokens
   torch::Tensor targets;      // (N) the completion tokens they predict
   std::vector<int64_t> sample_of_token;  // (N) which row-local sample each target belongs to
