@@ -456,7 +456,8 @@ RemoteAccounting RemoteSource::accounting() const {
   if (router_) {
     a.router = router_->accounting().to_json();
     const auto s = router_->routing_stats();
-    a.routing = {{"routed", s.routed}, {"affinity", s.affinity}, {"spilled", s.spilled}, {"unmatched", s.unmatched}};
+    a.routing = {{"routed", s.routed}, {"affinity", s.affinity}, {"spilled", s.spilled}, {"unmatched", s.unmatched},
+                 {"grouped", s.grouped}};
   }
   return a;
 }

@@ -61,7 +61,7 @@ struct RemoteAccounting {
   int64_t delivered_groups = 0, delivered_completions = 0, discarded_completions = 0, duplicate_groups = 0;
   int64_t failed_batches = 0;
   nlohmann::json router;                // cluster::RouterAccounting::to_json()
-  nlohmann::json routing;               // affinity / spilled / unmatched
+  nlohmann::json routing;               // routed, affinity, spilled, unmatched, grouped (PrefixRouterStats)
   nlohmann::json to_json() const;
 };
 

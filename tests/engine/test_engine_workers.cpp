@@ -244,6 +244,13 @@ private Q_SLOTS:
     const auto acc = events_named(run_dir, "remote_accounting");
     QCOMPARE(acc.size(), size_t(1));
     QVERIFY(acc[0]["accounting"]["delivered_groups"].get<int64_t>() >= cfg.max_steps * cfg.prompts_per_step);
+    // Every routed request is counted once by the rule that placed it; a group's later requests
+    // follow its first (worker_routing: group).
+    const auto& routing = acc[0]["accounting"]["routing"];
+    QCOMPARE(routing["grouped"].get<int64_t>() + routing["affinity"].get<int64_t>() + routing["spilled"].get<int64_t>() +
+                 routing["unmatched"].get<int64_t>(),
+             routing["routed"].get<int64_t>());
+    QVERIFY(routing["grouped"].get<int64_t>() >= routing["routed"].get<int64_t>() / 2);
   }
 
   // The CLI as a user runs it: grpo train CONFIG --worker URL --no-local-rollouts
