@@ -59,7 +59,8 @@ public:
   // One optimizer step over every sample (gradient accumulation over its micro-batches).
   // Returns this step's metrics (TRL names: loss, grad_norm, learning_rate, ratio, kl,
   // clip_ratio/*, entropy, completions/*, batch/*, sample/*, perf/*). perf/train_flops: the
-  // step's model FLOPs (model/flops.h, LoRA fwd+bwd of every sample; the LM head on completions).
+  // step's model FLOPs (model/flops.h, LoRA fwd+bwd of every prompt unit as forwarded, a shared
+  // prompt once; the LM head on completions).
   std::map<std::string, double> step(const std::vector<TrainSample>& samples);
   // One optimizer step on a batch that num_iterations steps reuse; `pass` counts from 0. Pass 0
   // records each sample's proximal_logprobs when the proximal correction needs them later; with
