@@ -73,8 +73,8 @@ void add_bench_commands(CLI::App& app) {
   step->add_option("--completion-min", s->completion_min, "Shortest completion (tokens)");
   step->add_option("--completion-max", s->completion_max, "Longest completion (tokens)");
   step->add_option("--token-budget", s->token_budget, "Our packed-row token budget (0 = fixed-count micro-batches)");
-  step->add_option("--row-layout", s->row_layout, "Our sub-row layout: auto (cost estimate), separate (a forward per sample) or padded (one block)")
-      ->check(CLI::IsMember({"auto", "separate", "padded"}));
+  step->add_option("--row-layout", s->row_layout, "Our row layout: auto (segments on a CPU), segments (one forward, attention per sample), separate (a forward per sub-row) or padded (one block)")
+      ->check(CLI::IsMember({"auto", "segments", "separate", "padded"}));
   step->add_option("--share-prompts", s->share_prompts,
                    "Ours: a group's completions share one forward of its prompt (true, the default) or each forwards its own copy (false, as the baseline)");
   step->add_option("--per-device-train-batch-size", s->per_device_train_batch_size, "Python micro-batch size (samples)");
@@ -94,6 +94,7 @@ void add_bench_commands(CLI::App& app) {
   step->add_option("--python", s->python, "Python interpreter with torch");
   step->add_option("--script", s->script, "The baseline script (tests/bench/grpo_step_baseline.py)");
   step->add_flag("--keep-files", s->keep_files, "Keep the temporary model/batch folder");
+  step->add_option("--trace", s->trace, "Write LibTorch's profiler trace of our last timed step to this file (chrome://tracing JSON)");
   step->callback([s] { print_json_line(::grpo::grpo::bench_grpo_step(*s).dump()); });
 }
 

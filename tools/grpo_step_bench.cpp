@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <torch/torch.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 
 #include "core/common/error.h"
 #include "core/common/files.h"
@@ -216,19 +217,26 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
   write_file_atomic(path_join(dir, "batch.json"), batch_json(samples, o, cfg, threads, dir).dump());
 
   GrpoTrainer trainer(m, cfg);
-  const RowLayout layout = o.row_layout == "separate" ? RowLayout::Separate
-                           : o.row_layout == "padded" ? RowLayout::Padded
-                                                      : RowLayout::Auto;
+  const RowLayout layout = o.row_layout == "separate"   ? RowLayout::Separate
+                           : o.row_layout == "padded"   ? RowLayout::Padded
+                           : o.row_layout == "segments" ? RowLayout::Segments
+                                                        : RowLayout::Auto;
   check(o.row_layout == "auto" || layout != RowLayout::Auto, "bench grpo-step",
-        "--row-layout is '" + o.row_layout + "', expected auto, separate or padded");
+        "--row-layout is '" + o.row_layout + "', expected auto, segments, separate or padded");
   trainer.set_row_layout(layout);
 
   std::vector<double> losses, times, grad_norms;
-  double rows = 0, calls = 0, forwarded = 0, shared = 0;
-  for (int i = 0; i < 1 + std::max(1, o.iters); ++i) {
+  double rows = 0, calls = 0, forwarded = 0, shared = 0, segmented = 0;
+  const int steps = 1 + std::max(1, o.iters);
+  for (int i = 0; i < steps + (o.trace.empty() ? 0 : 1); ++i) {
+    const bool traced = i == steps;  // one step more, neither timed nor compared
+    std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
+    if (traced) profile = std::make_unique<torch::autograd::profiler::RecordProfile>(o.trace);
     auto t0 = Clock::now();
     auto metrics = trainer.step(samples);
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    profile.reset();  // writes the trace
+    if (traced) break;
     if (i > 0) times.push_back(s);
     losses.push_back(metrics.at("loss"));
     grad_norms.push_back(metrics.at("grad_norm"));
@@ -236,6 +244,7 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
     calls = metrics.at("batch/forward_calls_per_step");
     forwarded = metrics.at("batch/forwarded_tokens_per_step");
     shared = metrics.at("batch/shared_prompt_tokens_per_step");
+    segmented = metrics.at("batch/segmented_rows_per_step");
   }
   const double step_s = median(times);
 
@@ -279,6 +288,7 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
       {"rows", rows},
       {"row_layout", o.row_layout},
       {"forward_calls", calls},
+      {"segmented_rows", segmented},
       {"share_prompts", o.share_prompts},
       {"forwarded_tokens", forwarded},
       {"shared_prompt_tokens", shared},

@@ -35,7 +35,7 @@ struct GrpoStepBenchOptions {
   int64_t prompt_min = 64, prompt_max = 128;        // prompt lengths (tokens)
   int64_t completion_min = 32, completion_max = 256;  // ragged completion lengths
   int64_t token_budget = 4096;  // ours: packed rows; 0 = per_device_train_batch_size rows
-  std::string row_layout = "auto";  // ours: "auto" | "separate" | "padded" (GrpoTrainer RowLayout)
+  std::string row_layout = "auto";  // ours: "auto" | "segments" | "separate" | "padded" (GrpoTrainer RowLayout)
   bool share_prompts = true;   // ours: a group's completions share one forward of its prompt (TrainConfig)
   int64_t per_device_train_batch_size = 8;  // the Python (TRL) micro-batch size
   int64_t lora_r = 16;
@@ -53,13 +53,14 @@ struct GrpoStepBenchOptions {
   std::string script = "tests/bench/grpo_step_baseline.py";
   double loss_rtol = 1e-4;
   bool keep_files = false;     // leave the temporary folder (its path is reported)
+  std::string trace;           // non-empty: LibTorch's profiler trace of our last timed step (chrome://tracing JSON)
 };
 
 // Keys: tok_s, python_tok_s, speedup, step_s, python_step_s, loss, python_loss, loss_abs_diff,
 // loss_rel_diff, grad_norm, python_grad_norm, losses, python_losses, samples, tokens (real
 // prompt+completion tokens per step), completion_tokens, python_padded_tokens, rows, loss_type,
 // importance_sampling_level, token_budget (ours, 0 when the loss type needs fixed-count micro-batches),
-// row_layout, forward_calls (ours, per step), share_prompts, forwarded_tokens and shared_prompt_tokens
+// row_layout, forward_calls and segmented_rows (ours, per step), share_prompts, forwarded_tokens and shared_prompt_tokens
 // (ours, per step: the prompt copies the shared layout does not forward), model,
 // params, lora_params, threads, torch_version (Python's).
 nlohmann::json bench_grpo_step(const GrpoStepBenchOptions& options);

@@ -81,6 +81,7 @@ struct PackedRow {
   std::vector<int64_t> sample_of_token;  // (N) which row-local sample each target belongs to
   std::vector<int64_t> samples;          // global sample indices, in row order
   std::vector<PromptUnit> units;         // over row-local sample indices
+  std::vector<model::AttentionSegment> segments;  // RowLayout::Segments: of the one (1, T) block
   int64_t max_completion = 0;
   int64_t tokens = 0;                    // real tokens forwarded
 };
@@ -105,9 +106,15 @@ std::vector<std::vector<size_t>> bin_lengths(const std::vector<int64_t>& lengths
   return bins;
 }
 
-// `units` cover `members` (row-local indices).
+// The fixed cost of one attention segment (its slices of the batched attention kernels, forward and
+// backward), in tokens: measured on the demo model on a CPU (`grpo bench grpo-step` at the demo's
+// shapes, 576 segments of 1-18 tokens a step: segments 0.04 s slower than padded blocks of 0.19 s).
+constexpr double kSegmentTokens = 1.2;
+
+// `units` cover `members` (row-local indices). Auto considers segments too when `segments_ok`.
 PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64_t>& members,
-                    std::vector<PromptUnit> units, RowLayout layout, double attention_weight, double call_tokens) {
+                    std::vector<PromptUnit> units, RowLayout layout, double attention_weight, double call_tokens,
+                    bool segments_ok) {
   PackedRow r;
   r.units = std::move(units);
   const int64_t n_members = static_cast<int64_t>(members.size());
@@ -124,7 +131,23 @@ PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64
   int64_t best_len = std::max<int64_t>(longest, 1);
   bool separate = false;
   double best_cost = -1;
-  for (int64_t cap = std::max<int64_t>(longest, 1);; cap = std::min(total, cap * 2)) {
+  bool segmented = layout == RowLayout::Segments;
+  // Segments: one call, every token once, attention over each segment's own pairs (a shared prompt,
+  // then each completion against prompt and itself; an unshared sample is one segment).
+  double segment_cost = call_tokens + double(total);
+  for (const auto& u : r.units) {
+    const double P = double(u.prompt_tokens);
+    if (u.members.size() == 1) {
+      segment_cost += kSegmentTokens + attention_weight * double(u.tokens) * double(u.tokens);
+      continue;
+    }
+    segment_cost += kSegmentTokens + attention_weight * P * P;
+    for (int64_t k : u.members) {
+      const double C = double(all[members[k]].completion_ids.size());
+      if (C > 0) segment_cost += kSegmentTokens + attention_weight * C * (P + C);
+    }
+  }
+  for (int64_t cap = std::max<int64_t>(longest, 1); !segmented; cap = std::min(total, cap * 2)) {
     auto bins = bin_lengths(lengths, cap);
     const double R = static_cast<double>(bins.size()), L = static_cast<double>(cap);
     const double padded = call_tokens + R * L + attention_weight * R * L * L;
@@ -138,6 +161,13 @@ PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64
     const double cost = sep ? unpadded : padded;
     if (best_cost < 0 || cost < best_cost) best = std::move(bins), best_len = cap, best_cost = cost, separate = sep;
     if (cap >= total || layout == RowLayout::Separate) break;  // Separate: sub-rows as long as the longest unit
+  }
+  if (layout == RowLayout::Auto && segments_ok && segment_cost < best_cost) segmented = true;
+  if (segmented) {  // one block of every unit in order
+    best.assign(1, std::vector<size_t>(r.units.size()));
+    for (size_t u = 0; u < r.units.size(); ++u) best[0][u] = u;
+    best_len = total;
+    separate = true;
   }
   // Per member: the flat index of its prompt's last token and of its first completion token.
   std::vector<int64_t> prompt_last(members.size()), completion_at(members.size());
@@ -165,6 +195,9 @@ PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64
       const auto& prompt = all[members[unit.members.front()]].prompt_ids;
       const int64_t P = static_cast<int64_t>(prompt.size());
       const int64_t last_prompt_token = at + P - 1;
+      const int64_t unit_begin = at;
+      if (segmented && shared) r.segments.push_back({at, P, 0, 0});
+      if (segmented && !shared) r.segments.push_back({at, unit.tokens, 0, 0});
       ids.back().insert(ids.back().end(), prompt.begin(), prompt.end());
       seq.back().insert(seq.back().end(), P, prompt_seq);
       prefix.back().insert(prefix.back().end(), P, int64_t(-1));
@@ -179,6 +212,7 @@ PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64
         prefix.back().insert(prefix.back().end(), C, shared ? prompt_seq : int64_t(-1));
         for (int64_t t = 0; t < C; ++t) pos.back().push_back(P + t);
         completion_at[k] = at;
+        if (segmented && shared && C > 0) r.segments.push_back({at, C, unit_begin, P});
         at += C;
       }
     }
@@ -192,6 +226,12 @@ PackedRow build_row(const std::vector<TrainSample>& all, const std::vector<int64
     const int64_t width = separate ? static_cast<int64_t>(ids[b].size()) : best_len;
     const int64_t rows = static_cast<int64_t>(ids[b].size()) / width;
     r.block_ids.push_back(torch::tensor(ids[b], torch::kInt64).view({rows, width}));
+    if (segmented) {  // positions and masks come from the segments
+      r.block_seq.emplace_back();
+      r.block_prefix.emplace_back();
+      r.block_positions.emplace_back();
+      continue;
+    }
     const bool one_sequence = separate && best[b].size() == 1 && r.units[best[b].front()].members.size() == 1;
     r.block_seq.push_back(one_sequence ? torch::Tensor()  // plain causal forward
                                        : torch::tensor(seq[b], torch::kInt64).view({rows, width}));
@@ -223,6 +263,7 @@ torch::Tensor row_hidden(model::CausalLMImpl& model, const PackedRow& r, const t
     if (r.block_seq[b].defined()) args.seq_ids = r.block_seq[b].to(dev);
     if (r.block_prefix[b].defined()) args.prefix_ids = r.block_prefix[b].to(dev);
     if (r.block_positions[b].defined()) args.position_ids = r.block_positions[b].to(dev);
+    args.segments = r.segments;
     auto h = model.hidden_states(r.block_ids[b].to(dev), args);  // (R, L, C)
     hs.push_back(h.reshape({-1, h.size(-1)}));
   }
@@ -378,9 +419,17 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   const double attention_weight = 2.0 * 2.0 * double(mc.q_dim()) / proj;
   // Rows of whole prompt units: a group's completions share one forward of its prompt, in parts
   // when the masked attention of one long unit would cost more than copies of the prompt.
+  // Auto weighs segments against binned sub-rows per row, except on CUDA (padded blocks; the
+  // segmented form is not measured there yet) and for models with sliding-window layers (which
+  // segments do not support).
+  const bool sliding = std::find(mc.sliding_layers.begin(), mc.sliding_layers.end(), true) != mc.sliding_layers.end();
+  const RowLayout layout = row_layout_ == RowLayout::Auto && dev.is_cuda() ? RowLayout::Padded : row_layout_;
+  const bool segments_ok = !sliding && (layout == RowLayout::Segments || layout == RowLayout::Auto);
   PromptUnitOptions unit_options;
   unit_options.share = config_->share_prompts;
-  unit_options.attention_weight = attention_weight;
+  // Segments attend a unit's completions apart, so where they may be used a group is never split
+  // for attention's sake (a row of dense units that would need it picks segments instead).
+  unit_options.attention_weight = segments_ok ? 0.0 : attention_weight;
   std::vector<PromptUnit> units;
   if (config_->token_budget > 0) {
     unit_options.cap = config_->token_budget;
@@ -429,19 +478,24 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   // samples: 16 ms a call against 0.26 ms a token, i.e. ~64 tokens of a 197k-MAC layer).
   constexpr double kCallMacsPerLayer = 1.26e7;
   const double call_tokens = kCallMacsPerLayer / proj;
-  const RowLayout layout = row_layout_ == RowLayout::Auto && dev.is_cuda() ? RowLayout::Padded : row_layout_;
 
   std::map<std::string, double> sums;  // token-weighted sums of per-micro-batch metrics
-  double tokens_total = 0, entropy_sum = 0, loss_sum = 0, forwarded = 0, calls = 0, flops = 0, unshared = 0;
+  double tokens_total = 0, entropy_sum = 0, loss_sum = 0, forwarded = 0, calls = 0, flops = 0, unshared = 0,
+         segmented_rows = 0;
   std::map<std::string, double> mins, maxes;  // extremes by the window's rule (reduction_for)
   for (size_t ri = 0; ri < batches.rows.size(); ++ri) {
     const auto& members = batches.rows[ri];
-    PackedRow r = build_row(samples, members, row_units(ri), layout, attention_weight, call_tokens);
+    PackedRow r = build_row(samples, members, row_units(ri), layout, attention_weight, call_tokens, segments_ok);
     if (r.targets.numel() == 0) continue;
     forwarded += static_cast<double>(r.tokens);
-    for (const auto& u : r.units) flops += flops_.lora_fwd_bwd(u.tokens, u.tokens - u.prompt_tokens);
+    if (r.segments.empty()) {
+      for (const auto& u : r.units) flops += flops_.lora_fwd_bwd(u.tokens, u.tokens - u.prompt_tokens);
+    } else {
+      flops += flops_.lora_fwd_bwd(r.tokens, r.targets.numel(), model::segment_pairs(r.segments));
+    }
     for (int64_t i : members) unshared += static_cast<double>(lengths[i]);
     calls += static_cast<double>(r.block_ids.size());
+    segmented_rows += r.segments.empty() ? 0.0 : 1.0;
     auto picked = row_hidden(*model_, r, dev).index_select(0, r.positions.to(dev));  // (N, C)
     torch::Tensor ent;
     auto logp = chunked_token_logprobs(*model_, picked, r.targets.to(dev), config_->temperature, &ent, 1024,
@@ -534,6 +588,7 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   metrics["batch/forwarded_tokens_per_step"] = forwarded;
   metrics["batch/shared_prompt_tokens_per_step"] = unshared - forwarded;
   metrics["batch/forward_calls_per_step"] = calls;  // model forwards (sub-row layout, build_row)
+  metrics["batch/segmented_rows_per_step"] = segmented_rows;
   metrics["perf/train_flops"] = flops;  // model FLOPs of the tokens forwarded (flops.h)
 
   double len_sum = 0, len_min = 1e300, len_max = 0, clipped = 0, term_sum = 0, term_n = 0;

@@ -45,10 +45,13 @@ torch::Tensor chunked_token_logprobs(model::CausalLMImpl& model, const torch::Te
                                      torch::Tensor* entropy = nullptr, int64_t chunk_rows = 1024,
                                      bool entropy_grad = false);
 
-// How a micro-batch's sub-rows go through the model (trainer.cpp, build_row): chosen by a cost
-// estimate (Auto), or forced, for benchmarks and for tests that check both layouts agree:
-// Separate is one forward per sub-row as long as the longest sample, Padded one (R, L) block.
-enum class RowLayout { Auto, Separate, Padded };
+// How a micro-batch goes through the model (trainer.cpp, build_row). Segments: one forward of the
+// whole row, position-wise work unpadded, attention per segment (model/segments.h), the CPU
+// default. Separate and Padded bin units into sub-rows attended densely: Separate is one forward
+// per sub-row, Padded one (R, L) block, the CUDA default; Auto picks among them by a cost estimate
+// when segments are not available (sliding-window models). Forced by benchmarks and by the tests
+// that check every layout agrees.
+enum class RowLayout { Auto, Separate, Padded, Segments };
 
 class GrpoTrainer {
 public:
@@ -60,7 +63,7 @@ public:
   // Returns this step's metrics (TRL names: loss, grad_norm, learning_rate, ratio, kl,
   // clip_ratio/*, entropy, completions/*, batch/*, sample/*, perf/*). perf/train_flops: the
   // step's model FLOPs (model/flops.h, LoRA fwd+bwd of every prompt unit as forwarded, a shared
-  // prompt once; the LM head on completions).
+  // prompt once, a segmented row's attention per segment; the LM head on completions).
   std::map<std::string, double> step(const std::vector<TrainSample>& samples);
   // One optimizer step on a batch that num_iterations steps reuse; `pass` counts from 0. Pass 0
   // records each sample's proximal_logprobs when the proximal correction needs them later; with

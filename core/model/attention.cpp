@@ -3,11 +3,13 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <torch/torch.h>
 #include <torch/version.h>
 
 #include "core/model/kv_cache.h"
+#include "core/model/segments.h"
 
 namespace grpo::model {
 
@@ -59,12 +61,49 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const RopeTables& r
     q = q_norm(q);
     k = k_norm(k);
   }
+  if (mask.segments) {
+    // Segmented row (B = 1): attention per bucket of segments, gathered from and put back into
+    // token order; everything else stays flat.
+    const auto& plan = *mask.segments;
+    const int64_t H = num_heads_, KVH = num_kv_heads_, D = head_dim_;
+    auto qf = apply_rope(q, rope).reshape({T, H, D});
+    auto kf = apply_rope(k, rope).reshape({T, KVH, D});
+    auto vf = v.reshape({T, KVH, D});
+    std::vector<torch::Tensor> q_index, k_index, outs;
+    for (const auto& b : plan.buckets) q_index.push_back(b.q_index), k_index.push_back(b.k_index);
+    auto qs = gather_rows(qf, q_index), ks = gather_rows(kf, k_index), vs = gather_rows(vf, k_index);
+    for (size_t i = 0; i < plan.buckets.size(); ++i) {
+      const auto& b = plan.buckets[i];
+      auto qb = qs[i].view({b.n, b.lq, H, D}).transpose(1, 2);    // (n, H, Lq, D)
+      auto kb = ks[i].view({b.n, b.lk, KVH, D}).transpose(1, 2);  // (n, KVH, Lk, D)
+      auto vb = vs[i].view({b.n, b.lk, KVH, D}).transpose(1, 2);  // (n, KVH, Lk, D)
+      auto ob = scaled_attention(qb, kb, vb, *b.mask, scale_, softcap_);  // (n, H, Lq, D)
+      outs.push_back(ob.transpose(1, 2).reshape({b.n * b.lq, H * D}));
+    }
+    auto out = (outs.size() == 1 ? outs[0] : torch::cat(outs)).index_select(0, plan.inverse);  // (T, H*D)
+    return o_proj(out.view({B, T, H * D}));
+  }
   q = apply_rope(q, rope).transpose(1, 2);  // (B, H, T, D)
   k = apply_rope(k, rope).transpose(1, 2);  // (B, KVH, T, D)
   v = v.transpose(1, 2);                    // (B, KVH, T, D)
   if (cache) std::tie(k, v) = cache->append(layer_index_, k, v);  // (B, KVH, S, D)
   auto out = scaled_attention(q, k, v, mask, scale_, softcap_);    // (B, H, T, D)
   return o_proj(out.transpose(1, 2).reshape({B, T, num_heads_ * head_dim_}));  // (B, T, C)
+}
+
+AttentionMask attention_mask(const torch::Tensor& blocked, bool causal_only, torch::Dtype dtype) {
+  AttentionMask m;
+  m.causal_only = causal_only;
+  m.blocked = blocked.unsqueeze(1);  // (B or 1, 1, T, S)
+  // A finite fill (as transformers uses): a query whose keys are all hidden (a padding slot)
+  // stays finite instead of producing NaN that would leak through the cache into real rows.
+  const double lowest = dtype == torch::kFloat64   ? std::numeric_limits<double>::lowest()
+                        : dtype == torch::kFloat16 ? -65504.0
+                        : dtype == torch::kBFloat16 ? -3.3895313892515355e38
+                                                    : double(std::numeric_limits<float>::lowest());
+  m.additive = torch::zeros(m.blocked.sizes(), torch::TensorOptions().dtype(dtype).device(blocked.device()))
+                   .masked_fill_(m.blocked, lowest);  // (B or 1, 1, T, S)
+  return m;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -14,6 +15,7 @@
 #include "core/model/lora_linear.h"
 #include "core/model/norm.h"
 #include "core/model/rope.h"
+#include "core/model/segments.h"
 
 namespace grpo::model {
 
@@ -32,7 +34,14 @@ struct AttentionMask {
   // The additive mask laid out for grouped-query scores, (B*KVH or 1, G*Tq, Tk); built by the
   // first layer that needs it and shared by the others.
   mutable torch::Tensor grouped;
+  // Segmented attention of a (1, T) row (segments.h): when set, each bucket's own mask applies and
+  // blocked/additive above are not built.
+  std::shared_ptr<const AttentionSegments> segments;
 };
+
+// An AttentionMask from `blocked` (B or 1, Tq, Tk) bool, true where the key is hidden, with the
+// additive form in `dtype` (a finite fill, as transformers uses).
+AttentionMask attention_mask(const torch::Tensor& blocked, bool causal_only, torch::Dtype dtype);
 
 struct AttentionOptions {
   AttentionOptions(io::ModelConfig config, int64_t layer_index)

@@ -127,22 +127,6 @@ struct Prepared {
   torch::Tensor new_valid;  // (B, T) bool, for the cache
 };
 
-// The mask tensors for `blocked` (B or 1, T, S) bool.
-AttentionMask make_mask(const torch::Tensor& blocked, bool causal_only, torch::Dtype dtype) {
-  AttentionMask m;
-  m.causal_only = causal_only;
-  m.blocked = blocked.unsqueeze(1);  // (B or 1, 1, T, S)
-  // A finite fill (as transformers uses): a query whose keys are all hidden (a padding slot)
-  // stays finite instead of producing NaN that would leak through the cache into real rows.
-  const double lowest = dtype == torch::kFloat64   ? std::numeric_limits<double>::lowest()
-                        : dtype == torch::kFloat16 ? -65504.0
-                        : dtype == torch::kBFloat16 ? -3.3895313892515355e38
-                                                    : double(std::numeric_limits<float>::lowest());
-  m.additive = torch::zeros(m.blocked.sizes(), torch::TensorOptions().dtype(dtype).device(blocked.device()))
-                   .masked_fill_(m.blocked, lowest);  // (B or 1, 1, T, S)
-  return m;
-}
-
 Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const io::ModelConfig& c,
                  const torch::Tensor& inv_freq, const torch::Tensor& inv_freq_local, torch::Dtype dtype) {
   const int64_t B = ids.size(0), T = ids.size(1);
@@ -159,6 +143,23 @@ Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const io::Model
           "expand_rows/select_rows the cache first");
 
   Prepared p;
+  if (!a.segments.empty()) {
+    check(B == 1 && !cache && !a.attention_mask.defined() && !a.seq_ids.defined(), "forward",
+          "segments take one row (B = 1) without attention_mask, seq_ids or a KV cache");
+    check(std::find(c.sliding_layers.begin(), c.sliding_layers.end(), true) == c.sliding_layers.end(), "forward",
+          "segments do not support sliding-window layers (" + c.model_type + ")", "use packed rows (seq_ids)");
+    check_segments(a.segments, T);
+    p.new_valid = torch::ones({B, T}, i64.dtype(torch::kBool));
+    auto pos = a.position_ids.defined() ? a.position_ids.to(dev).to(torch::kInt64).expand({B, T})
+                                        : segment_positions(a.segments, T).to(dev);
+    auto global_inv = inv_freq;
+    if (rope_depends_on_length(c) && pos.numel() > 0)
+      global_inv = rope_inv_freq(c, RopeKind::Global, pos.max().item<int64_t>()).to(dev);
+    p.rope = rope_tables(global_inv, pos, dtype, rope_attention_scaling(c));
+    p.mask.causal_only = false;
+    p.mask.segments = plan_segments(a.segments, T, dtype, dev);
+    return p;
+  }
   if (a.attention_mask.defined()) p.new_valid = a.attention_mask.to(dev).to(torch::kBool);
   else if (a.seq_ids.defined()) p.new_valid = a.seq_ids.to(dev) >= 0;
   else p.new_valid = torch::ones({B, T}, i64.dtype(torch::kBool));  // (B, T)
@@ -201,7 +202,7 @@ Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const io::Model
       blocked = blocked | other;
     }
   }
-  p.mask = make_mask(blocked, causal_only, dtype);
+  p.mask = attention_mask(blocked, causal_only, dtype);
   // Sliding layers also hide keys `sliding_window` or more tokens back: a query sees itself and
   // the window - 1 tokens before it, as transformers' sliding masks do. Distances are counted in
   // real tokens (position ids), not cache slots, so a padding hole in a generation row does not
@@ -212,9 +213,9 @@ Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const io::Model
       // (B, S): a cache implies !causal_only, so key_valid is set whenever L > 0.
       auto k_pos = L == 0 ? pos : key_valid.to(torch::kInt64).cumsum(1) - 1;
       auto far = (pos.unsqueeze(2) - k_pos.unsqueeze(1)) >= W;  // (B, T, S)
-      p.mask_sliding = make_mask(blocked | far, false, dtype);
+      p.mask_sliding = attention_mask(blocked | far, false, dtype);
     } else {
-      p.mask_sliding = make_mask(blocked, causal_only, dtype);
+      p.mask_sliding = attention_mask(blocked, causal_only, dtype);
     }
   }
   return p;

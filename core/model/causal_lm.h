@@ -27,6 +27,7 @@
 #include "core/model/lora_config.h"
 #include "core/model/lora_linear.h"
 #include "core/model/norm.h"
+#include "core/model/segments.h"
 
 namespace grpo::model {
 
@@ -57,6 +58,10 @@ struct ForwardArgs {
   // prefix id (-1: none). Completions that share one forwarded prompt carry the prompt's seq id
   // here (docs/formulas.md, "Shared prompts"); give their position_ids too, continuing the prompt's.
   torch::Tensor prefix_ids;
+  // Segmented attention of one row (B = 1; segments.h): every token is one segment's query, and
+  // attends to that segment's prefix and its own earlier tokens only. Positions default to
+  // prefix_len + t. Not combinable with attention_mask, seq_ids, a cache or sliding-window layers.
+  std::vector<AttentionSegment> segments;
   // Incremental decoding: the call's tokens are appended to the cache (see kv_cache.h).
   KVCache* cache = nullptr;
   // Logits of the last position only: (B, 1, V). With left padding that is every row's last

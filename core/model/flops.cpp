@@ -13,8 +13,12 @@ double ModelFlops::forward(int64_t len, int64_t head_tokens) const {
 }
 
 double ModelFlops::lora_fwd_bwd(int64_t len, int64_t head_tokens) const {
+  return lora_fwd_bwd(len, head_tokens, double(len) * double(len));
+}
+
+double ModelFlops::lora_fwd_bwd(int64_t len, int64_t head_tokens, double pairs) const {
   const double L = double(len), H = double(head_tokens);
-  return 4 * body * L + 4 * head * H + 6 * lora * L + 3 * attn * L * L;
+  return 4 * body * L + 4 * head * H + 6 * lora * L + 3 * attn * pairs;
 }
 
 double ModelFlops::full_fine_tune(int64_t len) const {

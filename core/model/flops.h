@@ -5,7 +5,8 @@
 //   head = vocab*hidden, the LM head (tied or not)
 //   lora = sum of r*(in+out) over the adapted projections
 //   attn = 4*layers*q_dim, attention (q k^T and p v) of one query against one key, forward,
-//          counted over the full L x L square as the packed forward computes it
+//          counted over the full L x L square as the packed forward computes it (a segmented
+//          row: each segment's Lq x Lk, model/segments.h)
 // One sequence of L tokens, H of which reach the LM head:
 //   forward      = 2*body*L + 2*head*H + 2*lora*L + attn*L*L
 //   LoRA fwd+bwd = 4*body*L + 4*head*H + 6*lora*L + 3*attn*L*L
@@ -27,6 +28,9 @@ struct ModelFlops {
 
   double forward(int64_t len, int64_t head_tokens) const;
   double lora_fwd_bwd(int64_t len, int64_t head_tokens) const;
+  // The same for tokens whose attention covers `pairs` (query, key) pairs instead of len^2 (a
+  // segmented row: model/segments.h, segment_pairs).
+  double lora_fwd_bwd(int64_t len, int64_t head_tokens, double pairs) const;
   double full_fine_tune(int64_t len) const;  // 6*(body+head)*L + 3*attn*L*L, the "6N" rule
 };
 

@@ -73,6 +73,7 @@ std::vector<MetricSpec> pipeline_metrics() {
       m("batch/forwarded_tokens_per_step", "tokens", "batch", "Prompt and completion tokens forwarded (a shared prompt once; padding not counted)."),
       m("batch/shared_prompt_tokens_per_step", "tokens", "batch", "Prompt tokens not forwarded because completions shared their prompt (share_prompts)."),
       m("batch/forward_calls_per_step", "calls", "batch", "Model forward calls of the step."),
+      m("batch/segmented_rows_per_step", "rows", "batch", "Micro-batches forwarded as one row with attention per segment (the rest in binned sub-rows)."),
       m("batch/microbatches_per_step", "rows", "batch", "Micro-batches (packed rows) of the step."),
       m("batch/samples_per_row", "samples", "batch", "Mean completions per packed row."),
       m("batch/row_tokens_mean", "tokens", "batch", "Mean tokens per packed row."),

@@ -303,7 +303,7 @@ private Q_SLOTS:
       return std::make_pair(loss, grads);
     };
     auto [auto_loss, auto_grads] = run(algo::RowLayout::Auto);
-    for (auto layout : {algo::RowLayout::Separate, algo::RowLayout::Padded}) {
+    for (auto layout : {algo::RowLayout::Separate, algo::RowLayout::Padded, algo::RowLayout::Segments}) {
       auto [loss, grads] = run(layout);
       QVERIFY2(std::fabs(loss - auto_loss) < 1e-10,
                qPrintable(QString("loss %1 vs auto %2").arg(loss, 0, 'g', 17).arg(auto_loss, 0, 'g', 17)));
@@ -313,6 +313,7 @@ private Q_SLOTS:
     }
     QCOMPARE(calls[algo::RowLayout::Separate], 3.0);  // the layouts really differ: one call a sample
     QCOMPARE(calls[algo::RowLayout::Padded], 1.0);    // against one (R, L) block
+    QCOMPARE(calls[algo::RowLayout::Segments], 1.0);  // or one row attended per segment
   }
 
   // share_prompts: a group's completions attend to one forward of their prompt. The loss and every
@@ -358,7 +359,8 @@ private Q_SLOTS:
     // Budget 10 splits both groups, each into a unit that shares and one that does not:
     // 3+4+1 | 3+3 and 5+2+3 | 5+4.
     for (const Case& c : {Case{4096, algo::RowLayout::Auto, 2 * 3 + 2 * 5}, Case{4096, algo::RowLayout::Separate, 16},
-                          Case{4096, algo::RowLayout::Padded, 16}, Case{10, algo::RowLayout::Auto, 1 * 3 + 1 * 5}}) {
+                          Case{4096, algo::RowLayout::Padded, 16}, Case{4096, algo::RowLayout::Segments, 16},
+                          Case{10, algo::RowLayout::Auto, 1 * 3 + 1 * 5}, Case{10, algo::RowLayout::Segments, 8}}) {
       const auto [shared, grads] = run(true, c.budget, c.layout);
       const QString what = QString("budget %1 layout %2").arg(c.budget).arg(int(c.layout));
       QVERIFY2(std::fabs(shared.at("loss") - plain.at("loss")) < 1e-10,
@@ -371,6 +373,8 @@ private Q_SLOTS:
       QCOMPARE(shared.at("batch/shared_prompt_tokens_per_step"), c.saved);
       QCOMPARE(shared.at("batch/forwarded_tokens_per_step"), all_tokens - c.saved);
       QCOMPARE(shared.at("batch/samples_per_step"), 7.0);
+      if (c.layout == algo::RowLayout::Segments)  // every row really went through the segmented forward
+        QCOMPARE(shared.at("batch/segmented_rows_per_step"), shared.at("batch/microbatches_per_step"));
     }
     // The 10-token rows really split the groups: no row holds more than 10 tokens.
     QVERIFY(run(true, 10, algo::RowLayout::Auto).first.at("batch/row_tokens_max") <= 10.0);
@@ -409,6 +413,64 @@ private Q_SLOTS:
       refused = std::string(e.what()).find("prefix_ids") != std::string::npos;
     }
     QVERIFY(refused);
+  }
+
+  // Segmented attention (model/segments.h): a completion attending to a shared prompt's span gets
+  // the hidden states it gets after its own copy of the prompt, a completion never sees another's
+  // tokens, and the gradients through the gathers (a prompt's keys read by several segments) equal
+  // those of separate forwards. Bad segment lists are refused with the segment named.
+  void segmentsMatchSeparateSequences() {
+    auto m = tiny_lora_model();
+    // prompt [1 2 3], completions [10 11] and [12 13 14]; then a sample of its own [5 6 15].
+    const std::vector<int64_t> tokens = {1, 2, 3, 10, 11, 12, 13, 14, 5, 6, 15};
+    auto ids = torch::tensor(tokens, torch::kInt64).unsqueeze(0);
+    model::ForwardArgs a;
+    a.segments = {{0, 3, 0, 0}, {3, 2, 0, 3}, {5, 3, 0, 3}, {8, 3, 0, 0}};
+    auto alone = [&](std::vector<int64_t> t) { return m->hidden_states(torch::tensor(t, torch::kInt64).unsqueeze(0), {})[0]; };
+    auto weights = torch::linspace(-1.0, 1.0, 11 * m->config().hidden_size, torch::kFloat64).view({11, -1});
+    auto grads_of = [&](const torch::Tensor& loss) {
+      for (auto& p : m->lora_parameters())
+        if (p.grad().defined()) p.mutable_grad().zero_();
+      loss.backward();
+      std::vector<torch::Tensor> g;
+      for (auto& p : m->lora_parameters()) g.push_back(p.grad().clone());
+      return g;
+    };
+    auto h = m->hidden_states(ids, a)[0];  // (T, C)
+    const auto seg_grads = grads_of((h * weights).sum());
+    auto first = alone({1, 2, 3, 10, 11}), second = alone({1, 2, 3, 12, 13, 14}), own = alone({5, 6, 15});
+    QVERIFY(torch::allclose(h.narrow(0, 0, 5), first, 1e-10, 1e-12));
+    QVERIFY(torch::allclose(h.narrow(0, 5, 3), second.narrow(0, 3, 3), 1e-10, 1e-12));
+    QVERIFY(torch::allclose(h.narrow(0, 8, 3), own, 1e-10, 1e-12));
+    // The same weighted sum over separate forwards: the prompt's rows once, from the first copy.
+    auto sep = (first * weights.narrow(0, 0, 5)).sum() + (second.narrow(0, 3, 3) * weights.narrow(0, 5, 3)).sum() +
+               (own * weights.narrow(0, 8, 3)).sum();
+    const auto sep_grads = grads_of(sep);
+    QCOMPARE(seg_grads.size(), sep_grads.size());
+    for (size_t i = 0; i < seg_grads.size(); ++i)
+      QVERIFY2(torch::allclose(seg_grads[i], sep_grads[i], 1e-9, 1e-12), qPrintable(QString("gradient %1").arg(i)));
+    // Without its prefix the second completion sees only itself.
+    a.segments[2].prefix_len = 0;
+    {
+      torch::NoGradGuard ng;
+      QVERIFY(torch::allclose(m->hidden_states(ids, a)[0].narrow(0, 5, 3), alone({12, 13, 14}), 1e-10, 1e-12));
+    }
+    // Refused: a token in two segments, a token in none, a prefix after its segment, two rows.
+    auto refused = [&](std::vector<model::AttentionSegment> segs, const torch::Tensor& input, const char* says) {
+      model::ForwardArgs b;
+      b.segments = std::move(segs);
+      try {
+        m->hidden_states(input, b);
+      } catch (const std::exception& e) {
+        return std::string(e.what()).find(says) != std::string::npos;
+      }
+      return false;
+    };
+    QVERIFY(refused({{0, 5, 0, 0}, {3, 8, 0, 0}}, ids, "segment 1: token 3 is already"));
+    QVERIFY(refused({{0, 5, 0, 0}, {6, 5, 0, 0}}, ids, "token 5 of the row is in no segment"));
+    QVERIFY(refused({{0, 5, 6, 3}, {5, 6, 0, 0}}, ids, "segment 0: its prefix"));
+    QVERIFY(refused({{0, 5, 0, 0}, {5, 7, 0, 0}}, ids, "segment 1: tokens [5, +7)"));
+    QVERIFY(refused({{0, 11, 0, 0}}, ids.expand({2, 11}), "one row"));
   }
 
   void stepMovesOnlyLoraParameters() {

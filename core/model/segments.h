@@ -1,0 +1,65 @@
+// Segmented attention of one packed row (ForwardArgs::segments; docs/formulas.md, "Segmented
+// attention"). A row of T tokens is cut into segments; a segment's queries are its own tokens and
+// its keys are an optional prefix (another span of the row: a prompt its completions share)
+// followed by its own tokens, attended causally. Position-wise work (projections, MLP, norms, the
+// LM head) runs over the T tokens with no padding at all; only attention is laid out per segment,
+// in buckets of similar lengths padded to the bucket's longest, so a row costs
+//   sum over buckets of n * (Lq * Lk)  (query, key) pairs
+// instead of the T^2 of a masked packed row.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace grpo::model {
+
+struct AttentionMask;
+
+// The fixed cost of one more attention bucket (its kernels and their backward, in every layer), in
+// (query, key) pairs. On `grpo bench grpo-step`'s defaults 1,024 to 65,536 all ran within the
+// machine's noise of each other (about 1 to 20 buckets a row); 4,096 sits in the middle.
+inline constexpr double kDefaultBucketPairs = 4096;
+
+// Queries [begin, begin + len); keys [prefix_begin, prefix_begin + prefix_len) then [begin, begin + len)
+// causally. Positions continue the prefix: prefix_len + t for the segment's t-th token.
+struct AttentionSegment {
+  int64_t begin = 0, len = 0;
+  int64_t prefix_begin = 0, prefix_len = 0;
+};
+
+// The segments of a row, laid out for attention: each bucket gathers its segments' queries and keys
+// from the row's tokens, (n, Lq) and (n, Lk) slots (padding slots gather token 0 and are masked),
+// and `inverse` takes each token's output back from the buckets' concatenated query slots.
+struct AttentionSegments {
+  struct Bucket {
+    int64_t n = 0, lq = 0, lk = 0;
+    torch::Tensor q_index, k_index;         // (n * lq), (n * lk) int64 token indices
+    std::shared_ptr<AttentionMask> mask;    // (n, 1, lq, lk)
+  };
+  std::vector<Bucket> buckets;
+  torch::Tensor inverse;  // (T) int64
+};
+
+// Checks that `segments` cover every token of a row of `T` exactly once as queries, with prefixes
+// inside the row and before their segment; throws grpo::Error naming the segment otherwise.
+void check_segments(const std::vector<AttentionSegment>& segments, int64_t T);
+
+// Buckets of segments (sorted by key length, cut where a new bucket's fixed cost `bucket_pairs`,
+// in (query, key) pairs, is less than the padding it saves), with masks in `dtype` on `device`.
+std::shared_ptr<const AttentionSegments> plan_segments(const std::vector<AttentionSegment>& segments, int64_t T,
+                                                       torch::Dtype dtype, torch::Device device,
+                                                       double bucket_pairs = kDefaultBucketPairs);
+// x (T, ...) gathered at each index tensor in turn: x.index_select(0, indices[i]) for every i, with
+// one backward for all of them (a single scatter-add instead of a full-size gradient per index).
+std::vector<torch::Tensor> gather_rows(const torch::Tensor& x, const std::vector<torch::Tensor>& indices);
+
+// Position ids (1, T) of a segmented row: prefix_len + t.
+torch::Tensor segment_positions(const std::vector<AttentionSegment>& segments, int64_t T);
+// The (query, key) pairs of a segmented row as ModelFlops counts a sequence (its full L x L square):
+// len * (prefix_len + len) per segment, bucket padding left out.
+double segment_pairs(const std::vector<AttentionSegment>& segments);
+
+}  // namespace grpo::model
