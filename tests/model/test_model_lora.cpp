@@ -215,11 +215,14 @@ private Q_SLOTS:
   // model when the base trains) equal those of the plain forward.
   void gradientCheckpointingGivesSameGradients_data() {
     QTest::addColumn<bool>("full");
-    QTest::newRow("lora+dropout") << false;
-    QTest::newRow("full") << true;
+    QTest::addColumn<bool>("segmented");
+    QTest::newRow("lora+dropout") << false << false;
+    QTest::newRow("full") << true << false;
+    QTest::newRow("lora+dropout, segments") << false << true;  // the recompute replays the gathers too
   }
   void gradientCheckpointingGivesSameGradients() {
     QFETCH(bool, full);
+    QFETCH(bool, segmented);
     auto m = from_pretrained(golden_model(kBase));
     if (full) {
       m->set_base_trainable(true);
@@ -233,7 +236,10 @@ private Q_SLOTS:
     m->train();
     auto ids = torch::randint(300, {1, 16}, torch::kInt64);
     ForwardArgs args;
-    args.seq_ids = seq_ids_from_cu_seqlens({0, 7, 16}, 16);  // two packed sequences
+    if (segmented)  // a prompt of 4 with a completion of 3, then a sequence of its own
+      args.segments = {{0, 4, 0, 0}, {4, 3, 0, 4}, {7, 9, 0, 0}};
+    else
+      args.seq_ids = seq_ids_from_cu_seqlens({0, 7, 16}, 16);  // two packed sequences
     auto params = full ? m->parameters() : m->lora_parameters();
     auto run = [&](bool ckpt) {
       m->set_gradient_checkpointing(ckpt);
