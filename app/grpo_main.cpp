@@ -8,6 +8,7 @@
 
 #include "app/commands.h"
 #include "core/common/error.h"
+#include "core/common/process_setup.h"
 
 #ifdef GRPO_WITH_RUN
 namespace grpo::cli {
@@ -27,9 +28,7 @@ int exit_status_for_signal(int sig) { return sig == SIGINT ? kExitSigint : sig =
 }  // namespace grpo::cli
 
 int main(int argc, char** argv) {
-  // A file-size limit (ulimit -f) must fail the write with EFBIG, which the engine treats as a
-  // full bucket (pause, retry), instead of killing the process.
-  std::signal(SIGXFSZ, SIG_IGN);
+  grpo::prepare_process();  // SIGXFSZ ignored, the allocator kept from unmapping tensors
   CLI::App app{"GRPO Studio: asynchronous GRPO fine-tuning of LoRA adapters for Hugging Face models"};
   app.set_version_flag("--version", std::string("grpo ") + GRPO_VERSION);
   app.require_subcommand(1);

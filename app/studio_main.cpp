@@ -3,7 +3,6 @@
 //   grpo-studio --demo [--steps N] [--screenshot F.png]   runs the demo at once; with
 //                                                --screenshot, saves the dashboard and exits
 //   grpo-studio --headless [--steps N]           the demo in the terminal; PNG charts at the end
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 
@@ -13,12 +12,13 @@
 #include <QLineEdit>
 #include <QTimer>
 
+#include "core/common/process_setup.h"
 #include "ui/dashboard_page.h"
 #include "ui/main_window.h"
 #include "ui/setup_page.h"
 
 int main(int argc, char** argv) {
-  std::signal(SIGXFSZ, SIG_IGN);  // a file-size limit fails writes (the engine pauses) instead of killing the app
+  grpo::prepare_process();  // SIGXFSZ ignored, the allocator kept from unmapping tensors
   bool headless = false, info_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
