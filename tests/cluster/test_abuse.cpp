@@ -94,7 +94,17 @@ public:
     std::sort(v.begin(), v.end());
     return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
   }
-  size_t count() const { return latencies_.size(); }
+  size_t count() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return latencies_.size();
+  }
+  // Waits until `n` probes have been answered (or failed), at most `timeout_ms`: the check asks for
+  // probes made after the attack, however slowly a loaded machine schedules this thread.
+  void wait_for(size_t n, int timeout_ms) const {
+    const auto until = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (int i = 0; i < 100000 && count() < n && Clock::now() < until; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   int failures() const { return failures_; }
   const std::string& failure_statuses() const { return failure_statuses_; }  // 0: no answer
   double max() const { return latencies_.empty() ? -1 : *std::max_element(latencies_.begin(), latencies_.end()); }
@@ -103,7 +113,7 @@ private:
   int port_;
   QByteArray path_, token_;
   std::atomic<bool> stop_{false};
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<double> latencies_;
   int failures_ = 0;
   std::string failure_statuses_;
@@ -187,7 +197,7 @@ class TestAbuse : public QObject {
     row.rss_before_kib = rss_kib(child.p.processId());
     Probe probe(port_of(target), probe_path(target), token_);
     attack();
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a few probes after the attack too
+    probe.wait_for(probe.count() + 3, 30000);  // three probes after the attack too
     probe.finish();
     row.rss_after_kib = rss_kib(child.p.processId());
     row.p99_ms = probe.percentile(0.99);
