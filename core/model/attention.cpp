@@ -69,9 +69,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const RopeTables& r
     auto qf = apply_rope(q, rope).reshape({T, H, D});
     auto kf = apply_rope(k, rope).reshape({T, KVH, D});
     auto vf = v.reshape({T, KVH, D});
-    std::vector<torch::Tensor> q_index, k_index, outs;
-    for (const auto& b : plan.buckets) q_index.push_back(b.q_index), k_index.push_back(b.k_index);
-    auto qs = gather_rows(qf, q_index), ks = gather_rows(kf, k_index), vs = gather_rows(vf, k_index);
+    auto qs = gather_rows(qf, plan.q_all, plan.q_counts);
+    auto ks = gather_rows(kf, plan.k_all, plan.k_counts), vs = gather_rows(vf, plan.k_all, plan.k_counts);
+    std::vector<torch::Tensor> outs;
     for (size_t i = 0; i < plan.buckets.size(); ++i) {
       const auto& b = plan.buckets[i];
       auto qb = qs[i].view({b.n, b.lq, H, D}).transpose(1, 2);    // (n, H, Lq, D)

@@ -148,16 +148,15 @@ Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const io::Model
           "segments take one row (B = 1) without attention_mask, seq_ids or a KV cache");
     check(std::find(c.sliding_layers.begin(), c.sliding_layers.end(), true) == c.sliding_layers.end(), "forward",
           "segments do not support sliding-window layers (" + c.model_type + ")", "use packed rows (seq_ids)");
-    check_segments(a.segments, T);
+    p.mask.causal_only = false;
+    p.mask.segments = plan_segments(a.segments, T, dtype, dev);  // checks them
     p.new_valid = torch::ones({B, T}, i64.dtype(torch::kBool));
     auto pos = a.position_ids.defined() ? a.position_ids.to(dev).to(torch::kInt64).expand({B, T})
-                                        : segment_positions(a.segments, T).to(dev);
+                                        : p.mask.segments->positions;
     auto global_inv = inv_freq;
     if (rope_depends_on_length(c) && pos.numel() > 0)
       global_inv = rope_inv_freq(c, RopeKind::Global, pos.max().item<int64_t>()).to(dev);
     p.rope = rope_tables(global_inv, pos, dtype, rope_attention_scaling(c));
-    p.mask.causal_only = false;
-    p.mask.segments = plan_segments(a.segments, T, dtype, dev);
     return p;
   }
   if (a.attention_mask.defined()) p.new_valid = a.attention_mask.to(dev).to(torch::kBool);

@@ -62,7 +62,7 @@ std::shared_ptr<const AttentionSegments> plan_segments(const std::vector<Attenti
   std::reverse(runs.begin(), runs.end());
 
   auto plan = std::make_shared<AttentionSegments>();
-  std::vector<int64_t> inverse(size_t(T), 0);
+  std::vector<int64_t> inverse(size_t(T), 0), positions(size_t(T), 0);
   int64_t offset = 0;  // query slots of the buckets before
   const auto idx = torch::TensorOptions().dtype(torch::kInt64);
   for (const auto& [i0, i1] : runs) {
@@ -79,6 +79,7 @@ std::shared_ptr<const AttentionSegments> plan_segments(const std::vector<Attenti
         k[size_t(r * b.lk + s.prefix_len + t)] = s.begin + t;
         q[size_t(r * b.lq + t)] = s.begin + t;
         inverse[size_t(s.begin + t)] = offset + r * b.lq + t;
+        positions[size_t(s.begin + t)] = s.prefix_len + t;
         // Query t sees the whole prefix and its own tokens 0..t.
         uint8_t* row = blocked.data() + size_t((r * b.lq + t) * b.lk);
         std::fill(row, row + s.prefix_len + t + 1, uint8_t(0));
@@ -89,9 +90,16 @@ std::shared_ptr<const AttentionSegments> plan_segments(const std::vector<Attenti
     b.k_index = torch::tensor(k, idx).to(device);
     auto blocked_t = torch::from_blob(blocked.data(), {b.n, b.lq, b.lk}, torch::kUInt8).to(torch::kBool).to(device);
     b.mask = std::make_shared<AttentionMask>(attention_mask(blocked_t, false, dtype));
+    plan->q_counts.push_back(b.q_index.numel());
+    plan->k_counts.push_back(b.k_index.numel());
     plan->buckets.push_back(std::move(b));
   }
   plan->inverse = torch::tensor(inverse, idx).to(device);
+  plan->positions = torch::tensor(positions, idx).view({1, T}).to(device);
+  std::vector<torch::Tensor> qs, ks;
+  for (const auto& b : plan->buckets) qs.push_back(b.q_index), ks.push_back(b.k_index);
+  plan->q_all = torch::cat(qs);
+  plan->k_all = torch::cat(ks);
   return plan;
 }
 
@@ -138,19 +146,9 @@ struct GatherRowsFunction : torch::autograd::Function<GatherRowsFunction> {
 
 }  // namespace
 
-std::vector<torch::Tensor> gather_rows(const torch::Tensor& x, const std::vector<torch::Tensor>& indices) {
-  std::vector<int64_t> counts;
-  for (const auto& i : indices) counts.push_back(i.numel());
-  auto all = indices.size() == 1 ? indices[0] : torch::cat(indices);
-  return GatherRowsFunction::apply(x, all, counts);
-}
-
-torch::Tensor segment_positions(const std::vector<AttentionSegment>& segments, int64_t T) {
-  check_segments(segments, T);
-  std::vector<int64_t> pos(size_t(std::max<int64_t>(T, 0)), 0);
-  for (const auto& s : segments)
-    for (int64_t t = 0; t < s.len; ++t) pos[size_t(s.begin + t)] = s.prefix_len + t;
-  return torch::tensor(pos, torch::kInt64).view({1, T});
+std::vector<torch::Tensor> gather_rows(const torch::Tensor& x, const torch::Tensor& index,
+                                       const std::vector<int64_t>& counts) {
+  return GatherRowsFunction::apply(x, index, counts);
 }
 
 double segment_pairs(const std::vector<AttentionSegment>& segments) {

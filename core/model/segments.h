@@ -41,6 +41,11 @@ struct AttentionSegments {
   };
   std::vector<Bucket> buckets;
   torch::Tensor inverse;  // (T) int64
+  // Every bucket's q_index (k_index) back to back, and each one's length: what gather_rows takes,
+  // built once per forward instead of once per layer.
+  torch::Tensor q_all, k_all;
+  std::vector<int64_t> q_counts, k_counts;
+  torch::Tensor positions;  // (1, T) int64: prefix_len + t for a segment's token t
 };
 
 // Checks that `segments` cover every token of a row of `T` exactly once as queries, with prefixes
@@ -48,16 +53,16 @@ struct AttentionSegments {
 void check_segments(const std::vector<AttentionSegment>& segments, int64_t T);
 
 // Buckets of segments (sorted by key length, cut where a new bucket's fixed cost `bucket_pairs`,
-// in (query, key) pairs, is less than the padding it saves), with masks in `dtype` on `device`.
+// in (query, key) pairs, is less than the padding it saves), with masks in `dtype` on `device`, and
+// the row's position ids. Checks the segments first (check_segments).
 std::shared_ptr<const AttentionSegments> plan_segments(const std::vector<AttentionSegment>& segments, int64_t T,
                                                        torch::Dtype dtype, torch::Device device,
                                                        double bucket_pairs = kDefaultBucketPairs);
-// x (T, ...) gathered at each index tensor in turn: x.index_select(0, indices[i]) for every i, with
-// one backward for all of them (a single scatter-add instead of a full-size gradient per index).
-std::vector<torch::Tensor> gather_rows(const torch::Tensor& x, const std::vector<torch::Tensor>& indices);
-
-// Position ids (1, T) of a segmented row: prefix_len + t.
-torch::Tensor segment_positions(const std::vector<AttentionSegment>& segments, int64_t T);
+// x (T, ...) gathered at consecutive runs of `index`, `counts[i]` indices each: the i-th output is
+// x.index_select(0, the i-th run), with one backward for all of them (a single scatter-add instead
+// of a full-size gradient per run).
+std::vector<torch::Tensor> gather_rows(const torch::Tensor& x, const torch::Tensor& index,
+                                       const std::vector<int64_t>& counts);
 // The (query, key) pairs of a segmented row as ModelFlops counts a sequence (its full L x L square):
 // len * (prefix_len + len) per segment, bucket padding left out.
 double segment_pairs(const std::vector<AttentionSegment>& segments);
