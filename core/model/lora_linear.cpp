@@ -7,6 +7,53 @@
 
 namespace grpo::model {
 
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// y = x W^T (+ bias) + s (x A^T) B^T with a frozen base, as one autograd node (docs/formulas.md,
+// "LoRA linear"). The backward writes the input's gradient once, dx = dy W + (s dy B) A, with the
+// adapter's part added in place, and gives A and B theirs:
+//   dB = dy^T h with h = s x A^T,   dA = (s dy B)^T x.
+// The composite (mm, t, mul_, addmm_, casts) takes about ten autograd nodes and one more pass over
+// dx to sum the base's and the adapter's gradients.
+struct LoraLinearFunction : torch::autograd::Function<LoraLinearFunction> {
+  // The bias goes last among the tensors and as an optional, so the edges of x2, weight, A and B are
+  // 0 to 3 with or without it.
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x2, const torch::Tensor& weight,
+                               const torch::Tensor& A, const torch::Tensor& B, const c10::optional<torch::Tensor>& bias,
+                               double scaling) {
+    const auto dt = x2.scalar_type();
+    auto At = A.to(dt), Bt = B.to(dt);                                        // (r, in), (out, r)
+    auto y = bias ? torch::addmm(*bias, x2, weight.t()) : torch::mm(x2, weight.t());  // (N, out)
+    auto h = torch::mm(x2, At.t()).mul_(scaling);                              // (N, r)
+    y.addmm_(h, Bt.t());
+    ctx->save_for_backward({x2, weight, At, Bt, h});
+    ctx->saved_data["scaling"] = scaling;
+    ctx->saved_data["a_dtype"] = static_cast<int64_t>(A.scalar_type());
+    ctx->saved_data["b_dtype"] = static_cast<int64_t>(B.scalar_type());
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const auto &x2 = saved[0], &weight = saved[1], &At = saved[2], &Bt = saved[3], &h = saved[4];
+    const double scaling = ctx->saved_data["scaling"].toDouble();
+    const auto& dy = grads[0];  // (N, out)
+    torch::Tensor dx, dA, dB;
+    if (!dy.defined()) return {dx, {}, dA, dB, {}, {}};
+    auto dhs = torch::mm(dy, Bt).mul_(scaling);  // (N, r): the gradient of x A^T
+    if (ctx->needs_input_grad(0)) dx = torch::mm(dy, weight).addmm_(dhs, At);  // (N, in)
+    if (ctx->needs_input_grad(2))
+      dA = torch::mm(dhs.t(), x2).to(static_cast<torch::ScalarType>(ctx->saved_data["a_dtype"].toInt()));  // (r, in)
+    if (ctx->needs_input_grad(3))
+      dB = torch::mm(dy.t(), h).to(static_cast<torch::ScalarType>(ctx->saved_data["b_dtype"].toInt()));  // (out, r)
+    return {dx, {}, dA, dB, {}, {}};
+  }
+};
+
+}  // namespace
+
 LoraFactorImpl::LoraFactorImpl(int64_t rows, int64_t cols, torch::TensorOptions options) {
   weight = register_parameter("weight", torch::empty({rows, cols}, options));
 }
@@ -28,9 +75,16 @@ torch::Tensor LoraLinearImpl::forward(const torch::Tensor& x) {
   const int64_t in = options_.in_features(), out = options_.out_features();
   auto sizes = x.sizes().vec();
   auto x2 = x.reshape({-1, in});  // (N, in)
+  const bool lora = has_lora() && enabled_ && !merged_;
+  const bool dropout = dropout_ > 0.0 && is_training();
+  if (lora && !dropout && !weight.requires_grad() && !(bias.defined() && bias.requires_grad())) {
+    sizes.back() = out;
+    return LoraLinearFunction::apply(x2, weight, lora_A->weight, lora_B->weight,
+                                     bias.defined() ? c10::optional<torch::Tensor>(bias) : c10::nullopt, scaling_).view(sizes);
+  }
   torch::Tensor y2 = bias.defined() ? torch::addmm(bias, x2, weight.t())  // (N, out)
                                     : torch::mm(x2, weight.t());
-  if (has_lora() && enabled_ && !merged_) {
+  if (lora) {
     auto xa = x2;
     if (dropout_ > 0.0 && is_training()) xa = torch::dropout(xa, dropout_, /*train=*/true);
     const auto& A = lora_A->weight;  // (r, in)

@@ -94,4 +94,16 @@ inline io::ModelConfig small_config(const std::string& model_type, bool tied) {
   return c;
 }
 
+// Whether the autograd graph behind `t` holds a node whose name contains `name` (a custom
+// function's node is named after its class), searched breadth-first over at most 64 nodes.
+inline bool graph_has(const torch::Tensor& t, const std::string& name) {
+  std::vector<std::shared_ptr<torch::autograd::Node>> todo{t.grad_fn()};
+  for (size_t i = 0; i < todo.size() && i < 64; ++i) {
+    if (!todo[i]) continue;
+    if (todo[i]->name().find(name) != std::string::npos) return true;
+    for (const auto& e : todo[i]->next_edges()) todo.push_back(e.function);
+  }
+  return false;
+}
+
 }  // namespace grpo::model::test

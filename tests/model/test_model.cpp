@@ -7,6 +7,7 @@
 #include "core/common/error.h"
 #include "core/io/safetensors.h"
 #include "core/model/causal_lm.h"
+#include "core/model/mlp.h"
 #include "tools/forward_bench.h"
 #include "core/model/inspect.h"
 #include "core/model/kv_cache.h"
@@ -276,6 +277,38 @@ private Q_SLOTS:
     CausalLM m{CausalLMOptions(bench_model_config("25m")).init_weights(false)};
     QVERIFY(m->num_base_parameters() > 20'000'000 && m->num_base_parameters() < 30'000'000);
     QVERIFY_THROWS_EXCEPTION(Error, bench_model_config("7b"));
+  }
+
+  // The fused SwiGLU node against silu(g) * u through autograd: values and both gradients in fp64
+  // and fp32, one input without a gradient, and the composite kept where the node does not apply
+  // (bf16 here).
+  void fusedSwigluMatchesTheComposite() {
+    for (auto dt : {torch::kFloat64, torch::kFloat32}) {
+      const double tol = dt == torch::kFloat64 ? 1e-13 : 1e-6;
+      auto near = [&](const torch::Tensor& a, const torch::Tensor& b) {  // relative to b's largest entry
+        return (a - b).abs().max().item<double>() <= tol * std::max(1.0, b.abs().max().item<double>());
+      };
+      // Values well into sigmoid's tails, so both ends of the derivative are exercised.
+      auto g = (torch::randn({3, 7, 11}) * 6).to(dt).requires_grad_(true);
+      auto u = torch::randn({3, 7, 11}).to(dt).requires_grad_(true);
+      auto dh = torch::randn({3, 7, 11}).to(dt);
+      auto h = swiglu(g, u);
+      QVERIFY2(graph_has(h, "SwiGLUFunction"), "the fused node was not used");
+      auto grads = torch::autograd::grad({h}, {g, u}, {dh});
+      auto ref = torch::silu(g) * u;
+      auto ref_grads = torch::autograd::grad({ref}, {g, u}, {dh});
+      QVERIFY2(near(h, ref), "value");
+      QVERIFY2(near(grads[0], ref_grads[0]), "grad of the gate");
+      QVERIFY2(near(grads[1], ref_grads[1]), "grad of up");
+      auto frozen_u = u.detach();
+      auto gg = torch::autograd::grad({swiglu(g, frozen_u)}, {g}, {dh})[0];
+      auto rg = torch::autograd::grad({torch::silu(g) * frozen_u}, {g}, {dh})[0];
+      QVERIFY2(near(gg, rg), "grad of the gate, up frozen");
+    }
+    auto g = torch::randn({4, 5}).to(torch::kBFloat16).requires_grad_(true), u = torch::randn({4, 5}).to(torch::kBFloat16);
+    auto h = swiglu(g, u);
+    QVERIFY(!graph_has(h, "SwiGLUFunction"));
+    QVERIFY(torch::equal(h, torch::silu(g) * u));
   }
 
   void unsupportedConfigIsClearError() {

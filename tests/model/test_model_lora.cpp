@@ -145,6 +145,65 @@ private Q_SLOTS:
     }
   }
 
+  // The fused LoRA node (frozen base, no dropout) against the formula written out with plain
+  // autograd ops: the output and the gradients of x, A and B, with and without a bias, with and
+  // without a gradient for the input, in fp64 and fp32; a bf16 layer hands A and B fp32 gradients.
+  void fusedLoraNodeMatchesTheFormula_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<bool>("bias");
+    QTest::addColumn<bool>("inputGrad");
+    QTest::addColumn<double>("tol");
+    QTest::newRow("fp64") << int(torch::kFloat64) << false << true << 1e-12;
+    QTest::newRow("fp64-bias") << int(torch::kFloat64) << true << true << 1e-12;
+    QTest::newRow("fp64-frozen-input") << int(torch::kFloat64) << true << false << 1e-12;
+    QTest::newRow("fp32") << int(torch::kFloat32) << false << true << 1e-5;
+    QTest::newRow("bf16") << int(torch::kBFloat16) << true << true << 3e-2;
+  }
+  void fusedLoraNodeMatchesTheFormula() {
+    QFETCH(int, dtype);
+    QFETCH(bool, bias);
+    QFETCH(bool, inputGrad);
+    QFETCH(double, tol);
+    const auto dt = static_cast<torch::ScalarType>(dtype);
+    LoraLinear lin{LoraLinearOptions(12, 10).bias(bias).dtype(dt)};
+    lin->reset_parameters(0.3);
+    lin->add_lora(3, 1.7, 0.0);
+    for (auto* p : {&lin->weight, &lin->bias})
+      if (p->defined()) p->set_requires_grad(false);
+    {
+      torch::NoGradGuard g;
+      lin->lora_A->weight.normal_(0.0, 0.4);
+      lin->lora_B->weight.normal_(0.0, 0.4);
+      if (bias) lin->bias.normal_(0.0, 0.5);
+    }
+    lin->train();
+    auto x = torch::randn({2, 5, 12}).to(dt).requires_grad_(inputGrad);
+    auto dy = torch::randn({2, 5, 10}).to(dt);
+    auto y = lin->forward(x);
+    QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{2, 5, 10}));
+    QVERIFY2(graph_has(y, "LoraLinearFunction"), "the fused node was not used");
+    y.backward(dy);
+    auto gA = lin->lora_A->weight.grad().clone(), gB = lin->lora_B->weight.grad().clone();
+    QCOMPARE(gA.scalar_type(), lin->lora_A->weight.scalar_type());  // fp32 for a bf16 layer
+    QCOMPARE(gB.scalar_type(), lin->lora_B->weight.scalar_type());
+    QCOMPARE(x.grad().defined(), inputGrad);
+    // The reference, in fp64 whatever the layer's dtype.
+    auto x64 = x.detach().to(torch::kFloat64).requires_grad_(true);
+    auto A = lin->lora_A->weight.detach().to(torch::kFloat64).requires_grad_(true);
+    auto B = lin->lora_B->weight.detach().to(torch::kFloat64).requires_grad_(true);
+    auto W = lin->weight.detach().to(torch::kFloat64);
+    auto ref = torch::matmul(x64, W.t()) + 1.7 * torch::matmul(torch::matmul(x64, A.t()), B.t());
+    if (bias) ref = ref + lin->bias.detach().to(torch::kFloat64);
+    ref.backward(dy.to(torch::kFloat64));
+    auto close = [&](const torch::Tensor& a, const torch::Tensor& b) {
+      return (a.to(torch::kFloat64) - b).abs().max().item<double>() <= tol * std::max(1.0, b.abs().max().item<double>());
+    };
+    QVERIFY2(close(y, ref), "output");
+    QVERIFY2(close(gA, A.grad()), "grad of lora_A");
+    QVERIFY2(close(gB, B.grad()), "grad of lora_B");
+    if (inputGrad) QVERIFY2(close(x.grad(), x64.grad()), "grad of the input");
+  }
+
   void gradientsMatchFiniteDifferences_data() {
     QTest::addColumn<QString>("type");
     QTest::addColumn<bool>("rslora");
