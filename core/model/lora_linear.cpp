@@ -77,7 +77,11 @@ torch::Tensor LoraLinearImpl::forward(const torch::Tensor& x) {
   auto x2 = x.reshape({-1, in});  // (N, in)
   const bool lora = has_lora() && enabled_ && !merged_;
   const bool dropout = dropout_ > 0.0 && is_training();
-  if (lora && !dropout && !weight.requires_grad() && !(bias.defined() && bias.requires_grad())) {
+  // The fused node only where a backward will run; inference (generation, log-probs without a
+  // gradient) takes the same products below without building a node per call.
+  const bool backward = torch::GradMode::is_enabled() &&
+                        (x.requires_grad() || (lora && (lora_A->weight.requires_grad() || lora_B->weight.requires_grad())));
+  if (lora && backward && !dropout && !weight.requires_grad() && !(bias.defined() && bias.requires_grad())) {
     sizes.back() = out;
     return LoraLinearFunction::apply(x2, weight, lora_A->weight, lora_B->weight,
                                      bias.defined() ? c10::optional<torch::Tensor>(bias) : c10::nullopt, scaling_).view(sizes);

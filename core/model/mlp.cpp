@@ -31,16 +31,22 @@ void swiglu_backward_kernel(const T* __restrict dh, const T* __restrict g, const
   }
 }
 
+// h = g * s * u and s = sigmoid(g), for contiguous fp32 or fp64 g and u of one shape.
+std::pair<torch::Tensor, torch::Tensor> swiglu_values(const torch::Tensor& g, const torch::Tensor& u) {
+  auto s = torch::sigmoid(g);
+  auto h = torch::empty_like(g);
+  if (g.scalar_type() == torch::kFloat64)
+    swiglu_forward_kernel(g.data_ptr<double>(), u.data_ptr<double>(), s.data_ptr<double>(), h.data_ptr<double>(),
+                          g.numel());
+  else
+    swiglu_forward_kernel(g.data_ptr<float>(), u.data_ptr<float>(), s.data_ptr<float>(), h.data_ptr<float>(),
+                          g.numel());
+  return {h, s};
+}
+
 struct SwiGLUFunction : torch::autograd::Function<SwiGLUFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& g, const torch::Tensor& u) {
-    auto s = torch::sigmoid(g);
-    auto h = torch::empty_like(g);
-    if (g.scalar_type() == torch::kFloat64)
-      swiglu_forward_kernel(g.data_ptr<double>(), u.data_ptr<double>(), s.data_ptr<double>(), h.data_ptr<double>(),
-                            g.numel());
-    else
-      swiglu_forward_kernel(g.data_ptr<float>(), u.data_ptr<float>(), s.data_ptr<float>(), h.data_ptr<float>(),
-                            g.numel());
+    auto [h, s] = swiglu_values(g, u);
     ctx->save_for_backward({g, u, s});
     return h;
   }
@@ -67,6 +73,10 @@ torch::Tensor swiglu(const torch::Tensor& g, const torch::Tensor& u) {
   const bool fused = g.device().is_cpu() && (dt == torch::kFloat32 || dt == torch::kFloat64) &&
                      u.scalar_type() == dt && u.device() == g.device() && g.sizes() == u.sizes();
   if (!fused) return torch::silu(g) * u;
+  // Inference takes the same values without building a node, so a checkpointed layer's recompute
+  // reproduces its first pass exactly.
+  if (!torch::GradMode::is_enabled() || (!g.requires_grad() && !u.requires_grad()))
+    return swiglu_values(g.contiguous(), u.contiguous()).first;
   return SwiGLUFunction::apply(g.contiguous(), u.contiguous());
 }
 

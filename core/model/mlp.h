@@ -12,7 +12,8 @@
 
 namespace grpo::model {
 
-// silu(g) * u, one fused autograd node on the CPU in fp32 and fp64 (the composite elsewhere).
+// silu(g) * u: on the CPU in fp32 and fp64 one fused pass, and one autograd node when a gradient is
+// wanted; the composite elsewhere.
 torch::Tensor swiglu(const torch::Tensor& g, const torch::Tensor& u);
 
 class MLPImpl : public torch::nn::Module {
