@@ -13,8 +13,8 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // y = x W^T (+ bias) + s (x A^T) B^T with a frozen base, as one autograd node (docs/formulas.md,
-// "LoRA linear"). The backward writes the input's gradient once, dx = dy W + (s dy B) A, with the
-// adapter's part added in place, and gives A and B theirs:
+// "Fused LoRA and SwiGLU nodes"). The backward writes the input's gradient once,
+// dx = dy W + (s dy B) A, with the adapter's part added in place, and gives A and B theirs:
 //   dB = dy^T h with h = s x A^T,   dA = (s dy B)^T x.
 // The composite (mm, t, mul_, addmm_, casts) takes about ten autograd nodes and one more pass over
 // dx to sum the base's and the adapter's gradients.
@@ -79,12 +79,13 @@ torch::Tensor LoraLinearImpl::forward(const torch::Tensor& x) {
   const bool dropout = dropout_ > 0.0 && is_training();
   // The fused node only where a backward will run; inference (generation, log-probs without a
   // gradient) takes the same products below without building a node per call.
-  const bool backward = torch::GradMode::is_enabled() &&
-                        (x.requires_grad() || (lora && (lora_A->weight.requires_grad() || lora_B->weight.requires_grad())));
+  const bool backward =
+      torch::GradMode::is_enabled() &&
+      (x.requires_grad() || (lora && (lora_A->weight.requires_grad() || lora_B->weight.requires_grad())));
   if (lora && backward && !dropout && !weight.requires_grad() && !(bias.defined() && bias.requires_grad())) {
     sizes.back() = out;
-    return LoraLinearFunction::apply(x2, weight, lora_A->weight, lora_B->weight,
-                                     bias.defined() ? c10::optional<torch::Tensor>(bias) : c10::nullopt, scaling_).view(sizes);
+    const auto b = bias.defined() ? c10::optional<torch::Tensor>(bias) : c10::nullopt;
+    return LoraLinearFunction::apply(x2, weight, lora_A->weight, lora_B->weight, b, scaling_).view(sizes);
   }
   torch::Tensor y2 = bias.defined() ? torch::addmm(bias, x2, weight.t())  // (N, out)
                                     : torch::mm(x2, weight.t());
