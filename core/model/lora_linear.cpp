@@ -12,6 +12,21 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// x W^T (+ bias): (N, out).
+torch::Tensor base_product(const torch::Tensor& x2, const torch::Tensor& weight, const torch::Tensor& bias) {
+  return bias.defined() ? torch::addmm(bias, x2, weight.t()) : torch::mm(x2, weight.t());
+}
+
+// y += h B^T with h = s * xa A^T, scaled while small; returns h (N, r). The fused node and the plain
+// path both take it, so they give the same values bit for bit (a checkpointed layer's recompute
+// runs the node where its first pass, without a gradient, ran the plain path).
+torch::Tensor add_adapter_product(torch::Tensor& y, const torch::Tensor& xa, const torch::Tensor& A,
+                                  const torch::Tensor& B, double scaling) {
+  auto h = torch::mm(xa, A.t()).mul_(scaling);
+  y.addmm_(h, B.t());
+  return h;
+}
+
 // y = x W^T (+ bias) + s (x A^T) B^T with a frozen base, as one autograd node (docs/formulas.md,
 // "Fused LoRA and SwiGLU nodes"). The backward writes the input's gradient once,
 // dx = dy W + (s dy B) A, with the adapter's part added in place, and gives A and B theirs:
@@ -26,9 +41,8 @@ struct LoraLinearFunction : torch::autograd::Function<LoraLinearFunction> {
                                double scaling) {
     const auto dt = x2.scalar_type();
     auto At = A.to(dt), Bt = B.to(dt);                                        // (r, in), (out, r)
-    auto y = bias ? torch::addmm(*bias, x2, weight.t()) : torch::mm(x2, weight.t());  // (N, out)
-    auto h = torch::mm(x2, At.t()).mul_(scaling);                              // (N, r)
-    y.addmm_(h, Bt.t());
+    auto y = base_product(x2, weight, bias ? *bias : torch::Tensor());                // (N, out)
+    auto h = add_adapter_product(y, x2, At, Bt, scaling);                          // (N, r)
     ctx->save_for_backward({x2, weight, At, Bt, h});
     ctx->saved_data["scaling"] = scaling;
     ctx->saved_data["a_dtype"] = static_cast<int64_t>(A.scalar_type());
@@ -87,16 +101,11 @@ torch::Tensor LoraLinearImpl::forward(const torch::Tensor& x) {
     const auto b = bias.defined() ? c10::optional<torch::Tensor>(bias) : c10::nullopt;
     return LoraLinearFunction::apply(x2, weight, lora_A->weight, lora_B->weight, b, scaling_).view(sizes);
   }
-  torch::Tensor y2 = bias.defined() ? torch::addmm(bias, x2, weight.t())  // (N, out)
-                                    : torch::mm(x2, weight.t());
+  auto y2 = base_product(x2, weight, bias);  // (N, out)
   if (lora) {
-    auto xa = x2;
-    if (dropout_ > 0.0 && is_training()) xa = torch::dropout(xa, dropout_, /*train=*/true);
-    const auto& A = lora_A->weight;  // (r, in)
-    const auto& B = lora_B->weight;  // (out, r)
-    auto dt = x.scalar_type();
-    auto h = torch::mm(xa, A.to(dt).t()).mul_(scaling_);  // (N, r), scaled while small
-    y2 = y2.addmm_(h, B.to(dt).t());                        // (N, out) += h B^T
+    auto xa = dropout ? torch::dropout(x2, dropout_, /*train=*/true) : x2;
+    const auto dt = x.scalar_type();
+    add_adapter_product(y2, xa, lora_A->weight.to(dt), lora_B->weight.to(dt), scaling_);  // A (r, in), B (out, r)
   }
   sizes.back() = out;
   return y2.view(sizes);

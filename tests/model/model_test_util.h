@@ -36,6 +36,11 @@ inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
 }
 
+// max |a - b| <= tol * max(1, max |b|): a tolerance relative to the reference's largest entry.
+inline bool close_to(const torch::Tensor& a, const torch::Tensor& b, double tol) {
+  return max_abs_diff(a, b) <= tol * std::max(1.0, b.abs().max().item<double>());
+}
+
 // A small config of a newer family, parsed from a config.json as a user's would be, so the
 // family's derived flags (norm form, fused projections, sliding layers, soft-capping) come from
 // ModelConfig::from_json: hidden 32, 4 heads, 2 kv heads, vocab 97; every feature switched on and

@@ -285,9 +285,7 @@ private Q_SLOTS:
   void fusedSwigluMatchesTheComposite() {
     for (auto dt : {torch::kFloat64, torch::kFloat32}) {
       const double tol = dt == torch::kFloat64 ? 1e-13 : 1e-6;
-      auto near = [&](const torch::Tensor& a, const torch::Tensor& b) {  // relative to b's largest entry
-        return (a - b).abs().max().item<double>() <= tol * std::max(1.0, b.abs().max().item<double>());
-      };
+      auto near = [&](const torch::Tensor& a, const torch::Tensor& b) { return close_to(a, b, tol); };
       // Values well into sigmoid's tails, so both ends of the derivative are exercised.
       auto g = (torch::randn({3, 7, 11}) * 6).to(dt).requires_grad_(true);
       auto u = torch::randn({3, 7, 11}).to(dt).requires_grad_(true);

@@ -195,9 +195,7 @@ private Q_SLOTS:
     auto ref = torch::matmul(x64, W.t()) + 1.7 * torch::matmul(torch::matmul(x64, A.t()), B.t());
     if (bias) ref = ref + lin->bias.detach().to(torch::kFloat64);
     ref.backward(dy.to(torch::kFloat64));
-    auto close = [&](const torch::Tensor& a, const torch::Tensor& b) {
-      return (a.to(torch::kFloat64) - b).abs().max().item<double>() <= tol * std::max(1.0, b.abs().max().item<double>());
-    };
+    auto close = [&](const torch::Tensor& a, const torch::Tensor& b) { return close_to(a, b, tol); };
     QVERIFY2(close(y, ref), "output");
     QVERIFY2(close(gA, A.grad()), "grad of lora_A");
     QVERIFY2(close(gB, B.grad()), "grad of lora_B");
