@@ -34,6 +34,7 @@
 #include "core/cluster/tls.h"
 #include "core/cluster/worker_announcer.h"
 #include "core/cluster/worker_batcher.h"
+#include "core/common/blas_threads.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/log.h"
@@ -198,7 +199,12 @@ WorkerServer::WorkerServer(WorkerOptions options) : impl_(std::make_unique<Impl>
   check(!o.model_dir.empty(), "grpo worker", "no model directory given", "pass --model DIR");
   check(!o.token.empty(), "grpo worker", "no cluster token", "pass --token-file F");
   if (o.served_model_name.empty()) o.served_model_name = o.model_dir;
-  if (o.threads > 0) torch::set_num_threads(o.threads);
+  // --threads is the worker's whole share of the cores: torch's intra-op pool and OpenBLAS's,
+  // whose idle threads otherwise spin on every core (docs/workers.md, "Threads").
+  if (o.threads > 0) {
+    torch::set_num_threads(o.threads);
+    set_blas_threads(o.threads);
+  }
   const torch::Device device = torch::cuda::is_available() ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
   d.device_name = device.is_cuda() ? "cuda" : "cpu";
   d.base = model::from_pretrained(o.model_dir, model::default_compute_dtype(device), device);
@@ -379,7 +385,8 @@ json WorkerServer::Impl::server_info(bool text) const {
                   ", max_loras=" + std::to_string(options.max_loras) + "), logprobs_mode=processed_logprobs";
   return {{"vllm_config", vllm_config},
           {"vllm_env", {{"VLLM_ALLOW_RUNTIME_LORA_UPDATING", "1"}, {"VLLM_SERVER_DEV_MODE", "1"}}},
-          {"system_env", {{"device", device_name}, {"torch_threads", torch::get_num_threads()}, {"engine", "grpo worker"},
+          {"system_env", {{"device", device_name}, {"torch_threads", torch::get_num_threads()},
+                          {"blas_threads", blas_threads()}, {"engine", "grpo worker"},
                           {"version", options.version}}}};
 }
 

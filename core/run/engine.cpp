@@ -6,13 +6,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <dlfcn.h>
 #include <filesystem>
 #include <optional>
 #include <thread>
 
 #include <torch/torch.h>
 
+#include "core/common/blas_threads.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/log.h"
@@ -28,29 +28,6 @@
 #include "core/run/step_assembler.h"
 
 namespace grpo::run {
-namespace {
-
-// OpenBLAS keeps one global thread pool; when the trainer and local generators multiply
-// matrices at the same time, its threads oversubscribe the cores (and older versions serialize
-// callers). Splitting the cores between the concurrent callers is faster (BENCHMARKS.md, async).
-// Looked up at run time, so other BLAS libraries are simply left alone.
-class BlasThreadScope {
-public:
-  explicit BlasThreadScope(int concurrent_callers) {
-    set_ = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-    auto get = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-    if (!set_ || !get || concurrent_callers <= 1) { set_ = nullptr; return; }
-    before_ = get();
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    set_(std::max(1, cores / concurrent_callers));
-  }
-  ~BlasThreadScope() { if (set_) set_(before_); }
-private:
-  void (*set_)(int) = nullptr;
-  int before_ = 1;
-};
-
-}  // namespace
 
 Engine::Engine(grpo::TrainConfig cfg, const std::string& run_dir, EngineOptions options)
     : opts_(std::move(options)), dir_(run_dir), run_(prepare_run(std::move(cfg), /*fresh_start=*/!opts_.resume)) {

@@ -38,6 +38,7 @@
 #include "core/cluster/beacon.h"
 #include "core/cluster/http_server.h"
 #include "core/cluster/worker_server.h"
+#include "core/common/blas_threads.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
 #include "core/model/peft_io.h"
@@ -134,6 +135,10 @@ private Q_SLOTS:
     worker_->setProcessChannelMode(QProcess::SeparateChannels);
     // The worker dies with this test process, even if the test crashes: no leaked servers.
     worker_->setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
+    // The tests run with OPENBLAS_NUM_THREADS=1; a user's shell asks for more, which --threads overrides.
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("OPENBLAS_NUM_THREADS", "4");
+    worker_->setProcessEnvironment(env);
     worker_->start(GRPO_CLI, {"worker", "--model", QString::fromStdString(kModel), "--listen", "127.0.0.1:0",
                               "--token-file", QString::fromStdString(token_file), "--bucket",
                               QString::fromStdString(bucket_), "--name", "test-worker", "--threads", "1",
@@ -202,6 +207,10 @@ private Q_SLOTS:
     QCOMPARE(info["vllm_config"]["lora_config"]["max_loras"].get<int64_t>(), int64_t(3));
     const json text = client_->get("/server_info").j();
     QVERIFY(text["vllm_config"].get<std::string>().find("lora_config=LoRAConfig(") != std::string::npos);
+    // --threads 1 holds both pools to one thread: torch's, and OpenBLAS's (whose idle threads spin),
+    // where this process finds OpenBLAS too (the same LibTorch, the same BLAS).
+    QCOMPARE(info["system_env"]["torch_threads"].get<int>(), 1);
+    QCOMPARE(info["system_env"]["blas_threads"].get<int>(), grpo::blas_threads() > 0 ? 1 : 0);
     const json st = client_->get("/grpo/status").j();
     QCOMPARE(st["name"].get<std::string>(), std::string("test-worker"));
     QCOMPARE(st["model_fingerprint"].get<std::string>().size(), size_t(16));
