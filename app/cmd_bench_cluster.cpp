@@ -37,6 +37,9 @@ void add_cluster_bench_commands(CLI::App& app) {
   cluster->add_option("--workers", c->workers, "Local workers")->capture_default_str();
   cluster->add_option("--threads", c->threads, "Torch threads per worker")->capture_default_str();
   cluster->add_option("--steps", c->steps, "Optimizer steps per straggler run (4 runs)")->capture_default_str();
+  cluster->add_option("--rounds", c->rounds, "Straggler: run the four runs this many times, in turn, and report medians")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   cluster->add_option("--prompts-per-step", c->prompts_per_step, "Prompts per step")->capture_default_str();
   cluster->add_option("--num-generations", c->num_generations, "Completions per prompt")->capture_default_str();
   cluster->add_option("--max-completion-length", c->max_completion_length, "Tokens per completion")

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -22,6 +23,7 @@
 
 #include "core/cluster/cluster_token.h"
 #include "core/cluster/router.h"
+#include "core/common/bench_stats.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/strings.h"
@@ -316,23 +318,51 @@ nlohmann::json straggler_run(const ClusterBenchOptions& o, const Scratch& s, con
   return r;
 }
 
+// The share of delivered completions the trainer dropped as stale.
+double dropped_share(const nlohmann::json& run) {
+  const int64_t delivered = run["accounting"].value("delivered_completions", int64_t(0));
+  return delivered > 0 ? static_cast<double>(run["dropped_stale_total"].get<int64_t>()) / static_cast<double>(delivered)
+                       : 0.0;
+}
+
+// Round 1 is reported in full; every round adds its four runs' ratios to "rounds", and "median"
+// takes each figure's median over the rounds (runs of a few seconds on a shared machine swing).
 nlohmann::json bench_straggler(const ClusterBenchOptions& o, const Scratch& s) {
   nlohmann::json out;
-  auto healthy = straggler_run(o, s, "async-healthy", false, 0);
-  // The straggler's answers take `slowdown` x a healthy batch's latency.
-  int delay = o.delay_ms;
-  if (delay <= 0) delay = static_cast<int>(std::lround((o.slowdown - 1) * 1000 * healthy["rollout_s_mean"].get<double>()));
-  delay = std::max(delay, 1);
-  auto slow = straggler_run(o, s, "async-straggler", false, delay);
-  auto sync_healthy = straggler_run(o, s, "sync-healthy", true, 0);
-  auto sync_slow = straggler_run(o, s, "sync-straggler", true, delay);
   auto ratio = [](const nlohmann::json& a, const nlohmann::json& b) {
     return b["steps_per_min"].get<double>() / std::max(1e-9, a["steps_per_min"].get<double>());
   };
-  out["delay_ms"] = delay;
-  out["healthy_rollout_s"] = healthy["rollout_s_mean"];
-  out["async"] = {{"healthy", healthy}, {"straggler", slow}, {"ratio", ratio(healthy, slow)}};
-  out["sync"] = {{"healthy", sync_healthy}, {"straggler", sync_slow}, {"ratio", ratio(sync_healthy, sync_slow)}};
+  int delay = o.delay_ms;
+  nlohmann::json rounds = nlohmann::json::array();
+  std::map<std::string, std::vector<double>> figures;
+  for (int round = 1; round <= std::max(1, o.rounds); ++round) {
+    const std::string tag = round == 1 ? "" : "-" + std::to_string(round);
+    auto healthy = straggler_run(o, s, "async-healthy" + tag, false, 0);
+    // The straggler's answers take `slowdown` x a healthy batch's latency (round 1's).
+    if (delay <= 0) delay = static_cast<int>(std::lround((o.slowdown - 1) * 1000 * healthy["rollout_s_mean"].get<double>()));
+    delay = std::max(delay, 1);
+    auto slow = straggler_run(o, s, "async-straggler" + tag, false, delay);
+    auto sync_healthy = straggler_run(o, s, "sync-healthy" + tag, true, 0);
+    auto sync_slow = straggler_run(o, s, "sync-straggler" + tag, true, delay);
+    const nlohmann::json r = {{"straggler_ratio", ratio(healthy, slow)},
+                              {"sync_straggler_ratio", ratio(sync_healthy, sync_slow)},
+                              {"async_over_sync_healthy", ratio(sync_healthy, healthy)},
+                              {"dropped_share_healthy", dropped_share(healthy)},
+                              {"dropped_share_straggler", dropped_share(slow)}};
+    for (const auto& [k, v] : r.items()) figures[k].push_back(v.get<double>());
+    nlohmann::json violations = nlohmann::json::array();  // every run's accounting must hold
+    for (const auto* run : {&healthy, &slow, &sync_healthy, &sync_slow})
+      for (const auto& v : (*run)["accounting_violations"]) violations.push_back(v);
+    rounds.push_back(r);
+    rounds.back()["accounting_violations"] = violations;
+    if (round > 1) continue;
+    out["delay_ms"] = delay;
+    out["healthy_rollout_s"] = healthy["rollout_s_mean"];
+    out["async"] = {{"healthy", healthy}, {"straggler", slow}, {"ratio", r["straggler_ratio"]}};
+    out["sync"] = {{"healthy", sync_healthy}, {"straggler", sync_slow}, {"ratio", r["sync_straggler_ratio"]}};
+  }
+  out["rounds"] = rounds;
+  for (const auto& [k, v] : figures) out["median"][k] = median(v);
   out["target_ratio"] = 0.85;
   return out;
 }
@@ -450,9 +480,8 @@ nlohmann::json bench_cluster(const ClusterBenchOptions& o) {
   // Every engine run's accounting must hold.
   nlohmann::json violations = nlohmann::json::array();
   if (r.contains("straggler"))
-    for (const char* mode : {"async", "sync"})
-      for (const char* run : {"healthy", "straggler"})
-        for (const auto& v : r["straggler"][mode][run]["accounting_violations"]) violations.push_back(v);
+    for (const auto& round : r["straggler"]["rounds"])
+      for (const auto& v : round["accounting_violations"]) violations.push_back(v);
   r["accounting_ok"] = violations.empty();
   r["accounting_violations"] = violations;
   return r;

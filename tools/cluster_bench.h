@@ -99,6 +99,7 @@ struct ClusterBenchOptions {
   int workers = 3;
   int threads = 1;                  // torch threads per worker
   int64_t steps = 16;               // optimizer steps per straggler run
+  int rounds = 1;                   // straggler: the four runs this many times over (medians)
   int64_t prompts_per_step = 4;
   int64_t num_generations = 8;
   int64_t max_completion_length = 16;

@@ -5,6 +5,7 @@
 // Both runs together stay well inside the 300 s ctest limit of tests/cluster (about 1 minute).
 #include "tests/common/test_paths.h"
 #include <QProcess>
+#include <cmath>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -72,6 +73,15 @@ private Q_SLOTS:
       QVERIFY(s[mode]["ratio"].is_number());
     }
     QCOMPARE(s["sync"]["straggler"]["delay_ms"].get<int>(), 50);
+    // One round: its figures are round 1's runs, and their medians are those figures.
+    QCOMPARE(s["rounds"].size(), size_t(1));
+    const double a_over_s = s["async"]["healthy"]["steps_per_min"].get<double>() /
+                            s["sync"]["healthy"]["steps_per_min"].get<double>();
+    QVERIFY(std::abs(s["rounds"][0]["async_over_sync_healthy"].get<double>() - a_over_s) < 1e-9 * a_over_s);
+    for (const char* k : {"straggler_ratio", "sync_straggler_ratio", "async_over_sync_healthy", "dropped_share_healthy",
+                          "dropped_share_straggler"})
+      QCOMPARE(s["median"][k].get<double>(), s["rounds"][0][k].get<double>());
+    QCOMPARE(s["median"]["straggler_ratio"].get<double>(), s["async"]["ratio"].get<double>());
     QCOMPARE(s["async"]["healthy"]["delay_ms"].get<int>(), 0);
     // Sync mode trains only on rollouts of the current policy: nothing is ever stale.
     QCOMPARE(s["sync"]["healthy"]["dropped_stale_total"].get<int64_t>(), int64_t(0));
