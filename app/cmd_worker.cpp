@@ -61,7 +61,7 @@ void add_worker_commands(CLI::App& app) {
   cmd->add_option("--bucket", args->bucket, "Directory adapters may be loaded from (lora_path must lie inside)");
   cmd->add_option("--name", args->name, "Worker name (default: HOSTNAME-PORT)");
   cmd->add_option("--served-model-name", args->served_name, "The base model's id in the API (default: --model)");
-  cmd->add_option("--threads", args->threads, "Torch threads (0: library default)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--threads", args->threads, "Compute threads: torch's and OpenBLAS's pools (0: the libraries' defaults)")->check(CLI::Range(0, 1024));
   cmd->add_option("--max-loras", args->max_loras, "LoRA adapters loaded at once (>= max_staleness + 2)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
