@@ -11,6 +11,7 @@
 #include "core/common/timing.h"
 #include "core/grpo/metrics.h"
 #include "core/grpo/packing.h"
+#include "core/model/segment_attention.h"
 
 namespace grpo::grpo {
 namespace {
@@ -419,11 +420,20 @@ std::map<std::string, double> GrpoTrainer::forward_backward(const std::vector<Tr
   const double attention_weight = 2.0 * 2.0 * double(mc.q_dim()) / proj;
   // Rows of whole prompt units: a group's completions share one forward of its prompt, in parts
   // when the masked attention of one long unit would cost more than copies of the prompt.
-  // Auto weighs segments against binned sub-rows per row, except on CUDA (padded blocks; the
-  // segmented form is not measured there yet) and for models with sliding-window layers (which
-  // segments do not support).
+  // Auto: on CUDA padded blocks (the segmented form is not measured there yet); models with
+  // sliding-window layers stay binned (segments do not support them). Where the segment kernel
+  // runs (a CPU in fp32 or fp64; model/segment_attention.h) a segmented row has no padding, one
+  // call and no per-segment dispatch, so Auto takes it outright: on the demo's shapes a step took
+  // 0.19 s against 0.24-0.27 s in padded blocks, and on grpo-step's long segments the kernel
+  // matched the buckets (BENCHMARKS.md, "Segment attention kernel"). Elsewhere (bf16, Gemma 2's
+  // soft-capping) Auto weighs bucketed segments against binned sub-rows per row.
   const bool sliding = std::find(mc.sliding_layers.begin(), mc.sliding_layers.end(), true) != mc.sliding_layers.end();
-  const RowLayout layout = row_layout_ == RowLayout::Auto && dev.is_cuda() ? RowLayout::Padded : row_layout_;
+  const bool kernel = !sliding && model::segment_kernel_supports(model_->dtype(), dev, mc.head_dim,
+                                                                 mc.attn_logit_softcapping.value_or(0.0));
+  const RowLayout layout = row_layout_ != RowLayout::Auto ? row_layout_
+                           : dev.is_cuda()               ? RowLayout::Padded
+                           : kernel                      ? RowLayout::Segments
+                                                         : RowLayout::Auto;
   const bool segments_ok = !sliding && (layout == RowLayout::Segments || layout == RowLayout::Auto);
   PromptUnitOptions unit_options;
   unit_options.share = config_->share_prompts;

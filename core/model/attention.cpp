@@ -9,6 +9,7 @@
 #include <torch/version.h>
 
 #include "core/model/kv_cache.h"
+#include "core/model/segment_attention.h"
 #include "core/model/segments.h"
 
 namespace grpo::model {
@@ -69,6 +70,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const RopeTables& r
     auto qf = apply_rope(q, rope).reshape({T, H, D});
     auto kf = apply_rope(k, rope).reshape({T, KVH, D});
     auto vf = v.reshape({T, KVH, D});
+    if (plan.kernel) return o_proj(segment_attention(qf, kf, vf, plan.list, scale_).view({B, T, H * D}));
     auto qs = gather_rows(qf, plan.q_all, plan.q_counts);
     auto ks = gather_rows(kf, plan.k_all, plan.k_counts), vs = gather_rows(vf, plan.k_all, plan.k_counts);
     std::vector<torch::Tensor> outs;

@@ -149,7 +149,8 @@ Prepared prepare(const torch::Tensor& ids, const ForwardArgs& a, const io::Model
     check(std::find(c.sliding_layers.begin(), c.sliding_layers.end(), true) == c.sliding_layers.end(), "forward",
           "segments do not support sliding-window layers (" + c.model_type + ")", "use packed rows (seq_ids)");
     p.mask.causal_only = false;
-    p.mask.segments = plan_segments(a.segments, T, dtype, dev);  // checks them
+    p.mask.segments = plan_segments(a.segments, T, dtype, dev, c.head_dim, c.attn_logit_softcapping.value_or(0.0),
+                                     a.segment_path);  // checks them
     p.new_valid = torch::ones({B, T}, i64.dtype(torch::kBool));
     auto pos = a.position_ids.defined() ? a.position_ids.to(dev).to(torch::kInt64).expand({B, T})
                                         : p.mask.segments->positions;

@@ -62,6 +62,8 @@ struct ForwardArgs {
   // attends to that segment's prefix and its own earlier tokens only. Positions default to
   // prefix_len + t. Not combinable with attention_mask, seq_ids, a cache or sliding-window layers.
   std::vector<AttentionSegment> segments;
+  // How segments are attended: the segment kernel where it runs (Auto), or buckets (tests compare the two).
+  SegmentPath segment_path = SegmentPath::Auto;
   // Incremental decoding: the call's tokens are appended to the cache (see kv_cache.h).
   KVCache* cache = nullptr;
   // Logits of the last position only: (B, 1, V). With left padding that is every row's last

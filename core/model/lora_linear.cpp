@@ -28,7 +28,7 @@ torch::Tensor add_adapter_product(torch::Tensor& y, const torch::Tensor& xa, con
 }
 
 // y = x W^T (+ bias) + s (x A^T) B^T with a frozen base, as one autograd node (docs/formulas.md,
-// "Fused LoRA and SwiGLU nodes"). The backward writes the input's gradient once,
+// "Fused nodes"). The backward writes the input's gradient once,
 // dx = dy W + (s dy B) A, with the adapter's part added in place, and gives A and B theirs:
 //   dB = dy^T h with h = s x A^T,   dA = (s dy B)^T x.
 // The composite (mm, t, mul_, addmm_, casts) takes about ten autograd nodes and one more pass over

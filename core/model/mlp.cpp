@@ -10,7 +10,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// silu(g) * u in one autograd node (docs/formulas.md, "Fused LoRA and SwiGLU nodes"). The forward
+// silu(g) * u in one autograd node (docs/formulas.md, "Fused nodes"). The forward
 // takes one vectorised sigmoid and one pass over g, u and s; the backward needs no exp at all:
 //   du = dh * g * s,   dg = dh * u * s * (1 + g * (1 - s)).
 // The composite silu(g) * u evaluates sigmoid twice (silu, then silu_backward) and makes three more

@@ -144,8 +144,84 @@ RopeTables rope_tables(const torch::Tensor& inv_freq, const torch::Tensor& posit
   return {cos.to(dtype).unsqueeze(2), sin.to(dtype).unsqueeze(2)};  // (B, T, 1, R)
 }
 
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Rotate-half RoPE over whole heads in one autograd node, on the CPU in fp32 and fp64
+// (docs/formulas.md, "Fused nodes"). Per head of D dims, half = D / 2, with c and s the token's
+// cos and sin rows:
+//   y_d  = x_d c_d - x_{d+half} s_d          (d < half)
+//   y_d  = x_d c_d + x_{d-half} s_d          (d >= half)
+//   dx_d = dy_d c_d + dy_{d+half} s_{d+half}  (d < half)
+//   dx_d = dy_d c_d - dy_{d-half} s_{d-half}  (d >= half)
+// The composite takes five operators forward (two narrows, a negation, a concatenation, the two
+// products and their sum) and as many backward. x (B, T, H, D); cos and sin (B or 1, T, 1, D).
+template <typename T>
+void rope_rows(const T* x, const T* cos, const T* sin, T* y, int64_t B, int64_t Tn, int64_t H, int64_t D,
+               bool table_batch, bool backward) {
+  const int64_t half = D / 2;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < Tn; ++t) {
+      const int64_t row = (table_batch ? b * Tn : 0) + t;
+      const T *c = cos + row * D, *s = sin + row * D;
+      for (int64_t h = 0; h < H; ++h) {
+        const int64_t off = ((b * Tn + t) * H + h) * D;
+        const T* xr = x + off;
+        T* yr = y + off;
+        if (!backward) {
+          for (int64_t d = 0; d < half; ++d) yr[d] = xr[d] * c[d] - xr[d + half] * s[d];
+          for (int64_t d = half; d < D; ++d) yr[d] = xr[d] * c[d] + xr[d - half] * s[d];
+        } else {
+          for (int64_t d = 0; d < half; ++d) yr[d] = xr[d] * c[d] + xr[d + half] * s[d + half];
+          for (int64_t d = half; d < D; ++d) yr[d] = xr[d] * c[d] - xr[d - half] * s[d - half];
+        }
+      }
+    }
+}
+
+// The rotation (backward: its transpose) of contiguous x by contiguous tables.
+torch::Tensor rope_apply(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, bool backward) {
+  auto y = torch::empty_like(x);
+  const bool table_batch = cos.size(0) != 1;
+  if (x.scalar_type() == torch::kFloat64)
+    rope_rows(x.data_ptr<double>(), cos.data_ptr<double>(), sin.data_ptr<double>(), y.data_ptr<double>(), x.size(0),
+              x.size(1), x.size(2), x.size(3), table_batch, backward);
+  else
+    rope_rows(x.data_ptr<float>(), cos.data_ptr<float>(), sin.data_ptr<float>(), y.data_ptr<float>(), x.size(0),
+              x.size(1), x.size(2), x.size(3), table_batch, backward);
+  return y;
+}
+
+struct RopeFunction : torch::autograd::Function<RopeFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& cos,
+                               const torch::Tensor& sin) {
+    ctx->save_for_backward({cos, sin});
+    return rope_apply(x, cos, sin, false);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (!grads[0].defined()) return {torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    auto saved = ctx->get_saved_variables();
+    return {rope_apply(grads[0].contiguous(), saved[0], saved[1], true), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
 torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& t) {
   const int64_t rot = t.cos.size(-1);
+  const auto dt = x.scalar_type();
+  // The fused node where it applies: a CPU, fp32 or fp64, whole heads rotated, tables of x's dtype
+  // laid out (B or 1, T, 1, D). No node without a gradient, with the same arithmetic.
+  if (x.dim() == 4 && x.device().is_cpu() && (dt == torch::kFloat32 || dt == torch::kFloat64) && rot == x.size(-1) &&
+      rot % 2 == 0 && t.cos.scalar_type() == dt && t.sin.scalar_type() == dt && t.cos.dim() == 4 &&
+      t.cos.sizes() == t.sin.sizes() && (t.cos.size(0) == 1 || t.cos.size(0) == x.size(0)) &&
+      t.cos.size(1) == x.size(1) && t.cos.size(2) == 1 && !t.cos.requires_grad() && !t.sin.requires_grad()) {
+    auto cos = t.cos.contiguous(), sin = t.sin.contiguous();
+    if (!torch::GradMode::is_enabled() || !x.requires_grad()) return rope_apply(x.contiguous(), cos, sin, false);
+    return RopeFunction::apply(x.contiguous(), cos, sin);
+  }
   if (rot < x.size(-1)) {  // partial rotary: rotate the first `rot` dims, pass the rest through
     auto rotated = apply_rope(x.narrow(-1, 0, rot), t);
     return torch::cat({rotated, x.narrow(-1, rot, x.size(-1) - rot)}, -1);

@@ -10,6 +10,7 @@
 
 #include "core/common/error.h"
 #include "core/model/attention.h"
+#include "core/model/segment_attention.h"
 
 namespace grpo::model {
 
@@ -34,8 +35,20 @@ void check_segments(const std::vector<AttentionSegment>& segments, int64_t T) {
 }
 
 std::shared_ptr<const AttentionSegments> plan_segments(const std::vector<AttentionSegment>& segments, int64_t T,
-                                                       torch::Dtype dtype, torch::Device device, double bucket_pairs) {
+                                                       torch::Dtype dtype, torch::Device device, int64_t head_dim,
+                                                       double softcap, SegmentPath path, double bucket_pairs) {
   check_segments(segments, T);
+  auto plan = std::make_shared<AttentionSegments>();
+  plan->list = segments;
+  const auto idx = torch::TensorOptions().dtype(torch::kInt64);
+  std::vector<int64_t> positions(size_t(T), 0);
+  for (const auto& s : segments)
+    for (int64_t t = 0; t < s.len; ++t) positions[size_t(s.begin + t)] = s.prefix_len + t;
+  plan->positions = torch::tensor(positions, idx).view({1, T}).to(device);
+  if (path == SegmentPath::Auto && segment_kernel_supports(dtype, device, head_dim, softcap)) {
+    plan->kernel = true;
+    return plan;
+  }
   const size_t n = segments.size();
   auto lk = [&](size_t i) { return segments[i].prefix_len + segments[i].len; };
   // Longest keys first; a bucket is a run of this order, padded to its longest keys and queries.
@@ -61,10 +74,8 @@ std::shared_ptr<const AttentionSegments> plan_segments(const std::vector<Attenti
   for (size_t j = n; j > 0; j = cut[j]) runs.emplace_back(cut[j], j);
   std::reverse(runs.begin(), runs.end());
 
-  auto plan = std::make_shared<AttentionSegments>();
-  std::vector<int64_t> inverse(size_t(T), 0), positions(size_t(T), 0);
+  std::vector<int64_t> inverse(size_t(T), 0);
   int64_t offset = 0;  // query slots of the buckets before
-  const auto idx = torch::TensorOptions().dtype(torch::kInt64);
   for (const auto& [i0, i1] : runs) {
     AttentionSegments::Bucket b;
     b.n = int64_t(i1 - i0);
@@ -79,7 +90,6 @@ std::shared_ptr<const AttentionSegments> plan_segments(const std::vector<Attenti
         k[size_t(r * b.lk + s.prefix_len + t)] = s.begin + t;
         q[size_t(r * b.lq + t)] = s.begin + t;
         inverse[size_t(s.begin + t)] = offset + r * b.lq + t;
-        positions[size_t(s.begin + t)] = s.prefix_len + t;
         // Query t sees the whole prefix and its own tokens 0..t.
         uint8_t* row = blocked.data() + size_t((r * b.lq + t) * b.lk);
         std::fill(row, row + s.prefix_len + t + 1, uint8_t(0));
@@ -95,7 +105,6 @@ std::shared_ptr<const AttentionSegments> plan_segments(const std::vector<Attenti
     plan->buckets.push_back(std::move(b));
   }
   plan->inverse = torch::tensor(inverse, idx).to(device);
-  plan->positions = torch::tensor(positions, idx).view({1, T}).to(device);
   std::vector<torch::Tensor> qs, ks;
   for (const auto& b : plan->buckets) qs.push_back(b.q_index), ks.push_back(b.k_index);
   plan->q_all = torch::cat(qs);

@@ -2,8 +2,9 @@
 // attention"). A row of T tokens is cut into segments; a segment's queries are its own tokens and
 // its keys are an optional prefix (another span of the row: a prompt its completions share)
 // followed by its own tokens, attended causally. Position-wise work (projections, MLP, norms, the
-// LM head) runs over the T tokens with no padding at all; only attention is laid out per segment,
-// in buckets of similar lengths padded to the bucket's longest, so a row costs
+// LM head) runs over the T tokens with no padding at all; only attention is laid out per segment:
+// by the segment kernel where it runs (segment_attention.h: a CPU, fp32 or fp64), else in buckets
+// of similar lengths padded to the bucket's longest, so a row costs
 //   sum over buckets of n * (Lq * Lk)  (query, key) pairs
 // instead of the T^2 of a masked packed row.
 #pragma once
@@ -34,6 +35,10 @@ struct AttentionSegment {
 // from the row's tokens, (n, Lq) and (n, Lk) slots (padding slots gather token 0 and are masked),
 // and `inverse` takes each token's output back from the buckets' concatenated query slots.
 struct AttentionSegments {
+  // The segments themselves, and whether attention runs them through the segment kernel
+  // (segment_attention.h) instead of buckets; with the kernel, buckets and their indices are empty.
+  std::vector<AttentionSegment> list;
+  bool kernel = false;
   struct Bucket {
     int64_t n = 0, lq = 0, lk = 0;
     torch::Tensor q_index, k_index;         // (n * lq), (n * lk) int64 token indices
@@ -52,11 +57,18 @@ struct AttentionSegments {
 // inside the row and before their segment; throws grpo::Error naming the segment otherwise.
 void check_segments(const std::vector<AttentionSegment>& segments, int64_t T);
 
-// Buckets of segments (sorted by key length, cut where a new bucket's fixed cost `bucket_pairs`,
-// in (query, key) pairs, is less than the padding it saves), with masks in `dtype` on `device`, and
-// the row's position ids. Checks the segments first (check_segments).
+// How a segmented row is attended: the segment kernel wherever it runs (a CPU, fp32 or fp64, no
+// soft-capping: segment_kernel_supports), buckets elsewhere; Buckets forces them (tests compare).
+enum class SegmentPath { Auto, Buckets };
+
+// The row's position ids and, unless the kernel takes the row, buckets of segments (sorted by key
+// length, cut where a new bucket's fixed cost `bucket_pairs`, in (query, key) pairs, is less than the
+// padding it saves) with masks in `dtype` on `device`. `head_dim` and `softcap` are the model's
+// head size and logit soft-capping (segment_kernel_supports).
+// Checks the segments first (check_segments).
 std::shared_ptr<const AttentionSegments> plan_segments(const std::vector<AttentionSegment>& segments, int64_t T,
-                                                       torch::Dtype dtype, torch::Device device,
+                                                       torch::Dtype dtype, torch::Device device, int64_t head_dim,
+                                                       double softcap = 0.0, SegmentPath path = SegmentPath::Auto,
                                                        double bucket_pairs = kDefaultBucketPairs);
 // x (T, ...) gathered at consecutive runs of `index`, `counts[i]` indices each: the i-th output is
 // x.index_select(0, the i-th run), with one backward for all of them (a single scatter-add instead

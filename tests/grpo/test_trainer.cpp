@@ -418,14 +418,22 @@ private Q_SLOTS:
   // Segmented attention (model/segments.h): a completion attending to a shared prompt's span gets
   // the hidden states it gets after its own copy of the prompt, a completion never sees another's
   // tokens, and the gradients through the gathers (a prompt's keys read by several segments) equal
-  // those of separate forwards. Bad segment lists are refused with the segment named.
+  // those of separate forwards. Bad segment lists are refused with the segment named. Both ways of
+  // attending segments: the kernel (segment_attention.h) and buckets.
+  void segmentsMatchSeparateSequences_data() {
+    QTest::addColumn<int>("path");
+    QTest::newRow("segment kernel") << int(model::SegmentPath::Auto);
+    QTest::newRow("buckets") << int(model::SegmentPath::Buckets);
+  }
   void segmentsMatchSeparateSequences() {
+    QFETCH(int, path);
     auto m = tiny_lora_model();
     // prompt [1 2 3], completions [10 11] and [12 13 14]; then a sample of its own [5 6 15].
     const std::vector<int64_t> tokens = {1, 2, 3, 10, 11, 12, 13, 14, 5, 6, 15};
     auto ids = torch::tensor(tokens, torch::kInt64).unsqueeze(0);
     model::ForwardArgs a;
     a.segments = {{0, 3, 0, 0}, {3, 2, 0, 3}, {5, 3, 0, 3}, {8, 3, 0, 0}};
+    a.segment_path = model::SegmentPath(path);
     auto alone = [&](std::vector<int64_t> t) { return m->hidden_states(torch::tensor(t, torch::kInt64).unsqueeze(0), {})[0]; };
     auto weights = torch::linspace(-1.0, 1.0, 11 * m->config().hidden_size, torch::kFloat64).view({11, -1});
     auto grads_of = [&](const torch::Tensor& loss) {

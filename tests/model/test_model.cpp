@@ -8,11 +8,13 @@
 #include "core/io/safetensors.h"
 #include "core/model/causal_lm.h"
 #include "core/model/mlp.h"
+#include "core/model/norm.h"
 #include "tools/forward_bench.h"
 #include "core/model/inspect.h"
 #include "core/model/kv_cache.h"
 #include "core/model/peft_io.h"
 #include "core/model/rope.h"
+#include "core/model/segment_attention.h"
 #include "core/model/weights.h"
 #include "model_test_util.h"
 
@@ -307,6 +309,147 @@ private Q_SLOTS:
     auto h = swiglu(g, u);
     QVERIFY(!graph_has(h, "SwiGLUFunction"));
     QVERIFY(torch::equal(h, torch::silu(g) * u));
+  }
+
+  // The fused RMSNorm and RoPE nodes against the composite through autograd, in fp64 and fp32:
+  // values and the input's gradient, for Llama's and Gemma's norms, and RoPE with tables of batch
+  // 1 and of the input's batch, partial rotary (the node on the rotated dims) and a norm weight that
+  // trains (its gradient from the node); the composite kept where the nodes do not apply (bf16).
+  void fusedNormAndRopeMatchTheComposite() {
+    for (auto dt : {torch::kFloat64, torch::kFloat32}) {
+      const double tol = dt == torch::kFloat64 ? 1e-12 : 2e-6;
+      for (bool gemma : {false, true}) {
+        RMSNorm norm(RMSNormOptions(24).eps(1e-5).offset_one(gemma).dtype(dt));
+        {
+          torch::NoGradGuard ng;
+          norm->weight.copy_(torch::randn({24}).to(dt));
+        }
+        norm->weight.set_requires_grad(false);
+        auto x = (torch::randn({2, 5, 24}) * 3).to(dt).requires_grad_(true);
+        auto dy = torch::randn({2, 5, 24}).to(dt);
+        auto y = norm(x);
+        QVERIFY2(graph_has(y, "RMSNormFunction"), "the fused norm was not used");
+        auto w = gemma ? norm->weight + 1.0 : norm->weight;
+        auto ref = w * (x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-5));
+        QVERIFY2(close_to(y, ref, tol), "norm value");
+        auto gx = torch::autograd::grad({y}, {x}, {dy})[0], rx = torch::autograd::grad({ref}, {x}, {dy})[0];
+        QVERIFY2(close_to(gx, rx, tol), "norm gradient");
+        torch::NoGradGuard ng;
+        QVERIFY2(torch::equal(norm(x), y.detach()), "the no-grad norm differs from the node");
+      }
+      auto inv = torch::pow(10000.0, -torch::arange(0, 16, 2, torch::kFloat64) / 16.0).to(torch::kFloat32);
+      for (int64_t table_batch : {1, 2}) {
+        auto pos = torch::stack({torch::arange(7), torch::arange(3, 10)}).narrow(0, 0, table_batch);
+        auto tables = rope_tables(inv, pos, dt);
+        auto x = torch::randn({2, 7, 3, 16}).to(dt).requires_grad_(true);
+        auto dy = torch::randn({2, 7, 3, 16}).to(dt);
+        auto y = apply_rope(x, tables);
+        QVERIFY2(graph_has(y, "RopeFunction"), "the fused rope was not used");
+        auto rotated = torch::cat({-x.narrow(-1, 8, 8), x.narrow(-1, 0, 8)}, -1);
+        auto ref = x * tables.cos + rotated * tables.sin;
+        QVERIFY2(close_to(y, ref, tol), "rope value");
+        auto gx = torch::autograd::grad({y}, {x}, {dy})[0], rx = torch::autograd::grad({ref}, {x}, {dy})[0];
+        QVERIFY2(close_to(gx, rx, tol), "rope gradient");
+      }
+    }
+    for (bool gemma : {false, true}) {  // a weight that trains gets its gradient from the node too
+      RMSNorm trained(RMSNormOptions(8).offset_one(gemma).dtype(torch::kFloat64));
+      {
+        torch::NoGradGuard ng;
+        trained->weight.copy_(torch::randn({8}, torch::kFloat64));
+      }
+      auto x = torch::randn({3, 8}, torch::kFloat64).requires_grad_(true);
+      auto dy = torch::randn({3, 8}, torch::kFloat64);
+      auto y = trained(x);
+      QVERIFY(graph_has(y, "RMSNormFunction"));
+      auto w = gemma ? trained->weight + 1.0 : trained->weight;
+      auto ref = w * (x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6));
+      auto g = torch::autograd::grad({y}, {x, trained->weight}, {dy});
+      auto rg = torch::autograd::grad({ref}, {x, trained->weight}, {dy});
+      QVERIFY2(close_to(g[0], rg[0], 1e-12) && close_to(g[1], rg[1], 1e-12), "gradients with the weight training");
+    }
+    auto inv = torch::pow(10000.0, -torch::arange(0, 4, 2, torch::kFloat64) / 4.0).to(torch::kFloat32);
+    auto partial = rope_tables(inv, torch::arange(5).view({1, 5}), torch::kFloat32);  // 4 of 8 dims
+    auto q = torch::randn({1, 5, 2, 8}).requires_grad_(true);
+    auto rotated = torch::cat({-q.narrow(-1, 2, 2), q.narrow(-1, 0, 2)}, -1);
+    auto ref = torch::cat({q.narrow(-1, 0, 4) * partial.cos + rotated * partial.sin, q.narrow(-1, 4, 4)}, -1);
+    QVERIFY2(close_to(apply_rope(q, partial), ref, 2e-6), "partial rotary");
+    auto qb = q.detach().to(torch::kBFloat16).requires_grad_(true);
+    QVERIFY(!graph_has(apply_rope(qb, rope_tables(inv, torch::arange(5).view({1, 5}), torch::kBFloat16)), "RopeFunction"));
+  }
+
+  // The segment kernel against the formula written with plain operators, per segment, in fp64:
+  // values and the gradients of q, k and v, with probabilities kept and recomputed, head sizes
+  // with and without a copy of their own (12, 32, 64), one and three query heads per kv head,
+  // prompts read by several completions (their key gradients add up), one-token segments and key
+  // rows longer than a block of the score loop. fp32 runs the same cases against the fp64
+  // reference, through the vectorised exp. Bad shapes and segments are refused.
+  void segmentKernelMatchesTheFormula() {
+    // A shared prompt of 40 with completions of 1 and 30; a sample of its own (25); a third
+    // completion of the first prompt, after that sample (its keys must be loaded again); a prompt
+    // of 3 with one completion of 2; a lone token.
+    const std::vector<AttentionSegment> segs = {{0, 40, 0, 0}, {40, 1, 0, 40}, {41, 30, 0, 40}, {71, 25, 0, 0},
+                                                {96, 3, 0, 40}, {99, 3, 0, 0}, {102, 2, 99, 3}, {104, 1, 0, 0}};
+    const int64_t T = 105;
+    // softmax(q k^T * scale + causal mask) v, segment by segment, query head h on kv head h / G.
+    auto reference = [&](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scale) {
+      const int64_t H = q.size(1), KVH = k.size(1), G = H / KVH;
+      std::vector<torch::Tensor> outs(static_cast<size_t>(T));
+      for (const auto& s : segs) {
+        std::vector<int64_t> keys;
+        for (int64_t j = 0; j < s.prefix_len; ++j) keys.push_back(s.prefix_begin + j);
+        for (int64_t j = 0; j < s.len; ++j) keys.push_back(s.begin + j);
+        auto idx = torch::tensor(keys, torch::kInt64);
+        auto ks = k.index_select(0, idx).repeat_interleave(G, 1), vs = v.index_select(0, idx).repeat_interleave(G, 1);
+        auto qs = q.narrow(0, s.begin, s.len);                                         // (len, H, D)
+        auto scores = torch::einsum("thd,jhd->htj", {qs, ks}) * scale;                 // (H, len, Lk)
+        auto visible = torch::arange(int64_t(keys.size())).unsqueeze(0) <=
+                       (torch::arange(s.len) + s.prefix_len).unsqueeze(1);             // (len, Lk)
+        scores = scores.masked_fill(visible.logical_not().unsqueeze(0), -INFINITY);
+        auto o = torch::einsum("htj,jhd->thd", {torch::softmax(scores, -1), vs});       // (len, H, D)
+        for (int64_t t = 0; t < s.len; ++t) outs[size_t(s.begin + t)] = o[t];
+      }
+      return torch::stack(outs);
+    };
+    for (auto [H, KVH, D] : {std::tuple<int64_t, int64_t, int64_t>{4, 2, 32}, {3, 1, 12}, {2, 2, 64}}) {
+      auto q = torch::randn({T, H, D}, torch::kFloat64).requires_grad_(true);
+      auto k = torch::randn({T, KVH, D}, torch::kFloat64).requires_grad_(true);
+      auto v = torch::randn({T, KVH, D}, torch::kFloat64).requires_grad_(true);
+      auto dout = torch::randn({T, H, D}, torch::kFloat64);
+      const double scale = 1.0 / std::sqrt(double(D));
+      auto ref = reference(q, k, v, scale);
+      auto ref_grads = torch::autograd::grad({ref}, {q, k, v}, {dout});
+      for (auto dt : {torch::kFloat64, torch::kFloat32})
+        for (double keep : {0.0, 1e9}) {  // probabilities recomputed, then kept
+          const double tol = dt == torch::kFloat64 ? 1e-12 : 2e-5;
+          const auto what = QString("H %1 KVH %2 D %3 %4 keep %5").arg(H).arg(KVH).arg(D).arg(dt == torch::kFloat64 ? "fp64" : "fp32").arg(keep);
+          auto qc = q.detach().to(dt).requires_grad_(true), kc = k.detach().to(dt).requires_grad_(true),
+               vc = v.detach().to(dt).requires_grad_(true);
+          auto out = segment_attention(qc, kc, vc, segs, scale, keep);
+          QVERIFY2(graph_has(out, "SegmentAttentionFunction"), qPrintable(what));
+          auto grads = torch::autograd::grad({out}, {qc, kc, vc}, {dout.to(dt)});
+          QVERIFY2(close_to(out.to(torch::kFloat64), ref, tol), qPrintable(what + ": value"));
+          for (int i = 0; i < 3; ++i)
+            QVERIFY2(close_to(grads[size_t(i)].to(torch::kFloat64), ref_grads[size_t(i)], tol),
+                     qPrintable(what + QString(": gradient of %1").arg("qkv"[i])));
+          torch::NoGradGuard ng;  // inference takes the same path without a node
+          QVERIFY2(torch::equal(segment_attention(qc, kc, vc, segs, scale, keep), out.detach()), qPrintable(what));
+        }
+    }
+    auto q = torch::randn({T, 4, 8}), k = torch::randn({T, 2, 8});
+    auto refused = [&](auto call, const char* says) {
+      try {
+        call();
+      } catch (const Error& e) {
+        return std::string(e.what()).find(says) != std::string::npos;
+      }
+      return false;
+    };
+    QVERIFY(refused([&] { segment_attention(q, k, k, {{0, T - 1, 0, 0}}, 1.0); }, "token 104 of the row is in no segment"));
+    QVERIFY(refused([&] { segment_attention(q, torch::randn({T, 3, 8}), torch::randn({T, 3, 8}), segs, 1.0); },
+                    "H a multiple of KVH"));
+    QVERIFY(refused([&] { segment_attention(q.to(torch::kBFloat16), k.to(torch::kBFloat16), k.to(torch::kBFloat16), segs, 1.0); },
+                    "fp32 or fp64"));
   }
 
   void unsupportedConfigIsClearError() {
