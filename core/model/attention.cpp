@@ -54,9 +54,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const RopeTables& r
     k = qkv.narrow(-1, qd, kvd).reshape({B, T, num_kv_heads_, head_dim_});
     v = qkv.narrow(-1, qd + kvd, kvd).reshape({B, T, num_kv_heads_, head_dim_});
   } else {
-    q = q_proj(x).view({B, T, num_heads_, head_dim_});     // (B, T, H, D)
-    k = k_proj(x).view({B, T, num_kv_heads_, head_dim_});  // (B, T, KVH, D)
-    v = v_proj(x).view({B, T, num_kv_heads_, head_dim_});  // (B, T, KVH, D)
+    auto qkv = lora_linear_group(x, {q_proj.get(), k_proj.get(), v_proj.get()});
+    q = qkv[0].view({B, T, num_heads_, head_dim_});     // (B, T, H, D)
+    k = qkv[1].view({B, T, num_kv_heads_, head_dim_});  // (B, T, KVH, D)
+    v = qkv[2].view({B, T, num_kv_heads_, head_dim_});  // (B, T, KVH, D)
   }
   if (!q_norm.is_empty()) {
     q = q_norm(q);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <torch/arg.h>
 #include <torch/nn/module.h>
@@ -43,8 +44,11 @@ public:
   explicit LoraLinearImpl(const LoraLinearOptions& options);
   void reset_parameters(double std = 0.02);
 
-  // (..., in) -> (..., out)
+  // (..., in) -> (..., out): lora_linear_group of this layer alone.
   torch::Tensor forward(const torch::Tensor& x);
+  // The same with plain operators, one autograd node each: what runs with dropout in training or a
+  // base that trains, and without an active adapter.
+  torch::Tensor forward_composite(const torch::Tensor& x);
 
   // Attaches a fresh adapter with PEFT's init: A Kaiming-uniform(a=sqrt(5)), B zeros.
   // Replaces an existing one. dropout applies to the adapter input in train mode only.
@@ -53,6 +57,9 @@ public:
   bool has_lora() const { return !lora_A.is_empty(); }
   int64_t lora_rank() const { return has_lora() ? lora_A->weight.size(0) : 0; }
   double lora_scaling() const { return scaling_; }
+  double lora_dropout() const { return dropout_; }
+  // An adapter that forward adds: attached, enabled and not merged into the base.
+  bool adapter_active() const { return has_lora() && enabled_ && !merged_; }
 
   // Disabled: forward is exactly the base layer (the adapter is skipped, nothing is copied).
   // Disabling a merged adapter unmerges it first.
@@ -81,5 +88,16 @@ private:
   bool merged_ = false;
 };
 TORCH_MODULE(LoraLinear);
+
+// The projections of one input (q, k and v; gate and up), each as its layer's forward(x) would give
+// it, with the adapters' x A^T taken as one product over the stacked A's and, where it does less
+// work, each adapter folded into its base weight for the products. With a backward to come this is
+// one autograd node whose backward writes dx once and takes every dA from one product
+// (docs/formulas.md, "Fused nodes"). Layers that cannot share it (an adapter off, merged or with
+// dropout in training, a base that trains, different inputs or dtypes) run their own forward.
+std::vector<torch::Tensor> lora_linear_group(const torch::Tensor& x, const std::vector<LoraLinearImpl*>& layers);
+
+// Whether that group folds the adapters into the base weights for `rows` rows of input in `dtype`.
+bool lora_group_merges(int64_t rows, torch::ScalarType dtype, const std::vector<LoraLinearImpl*>& layers);
 
 }  // namespace grpo::model

@@ -111,9 +111,9 @@ torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
     auto gate = gu.narrow(-1, 0, intermediate_), up = gu.narrow(-1, intermediate_, intermediate_);
     return down_proj(act_ == Activation::Silu ? swiglu(gate, up) : up * act(gate));
   }
-  auto gate = gate_proj(x);
-  auto h = act_ == Activation::Silu ? swiglu(gate, up_proj(x)) : act(gate) * up_proj(x);  // (B, T, I)
-  return down_proj(h);                       // (B, T, C)
+  auto gu = lora_linear_group(x, {gate_proj.get(), up_proj.get()});  // (B, T, I) each
+  auto h = act_ == Activation::Silu ? swiglu(gu[0], gu[1]) : act(gu[0]) * gu[1];  // (B, T, I)
+  return down_proj(h);                                                          // (B, T, C)
 }
 
 }  // namespace grpo::model

@@ -152,17 +152,21 @@ private Q_SLOTS:
     QTest::addColumn<int>("dtype");
     QTest::addColumn<bool>("bias");
     QTest::addColumn<bool>("inputGrad");
+    QTest::addColumn<int>("batch");  // 2 x 5 rows: adapter products; 2 x 40: adapters folded into W
     QTest::addColumn<double>("tol");
-    QTest::newRow("fp64") << int(torch::kFloat64) << false << true << 1e-12;
-    QTest::newRow("fp64-bias") << int(torch::kFloat64) << true << true << 1e-12;
-    QTest::newRow("fp64-frozen-input") << int(torch::kFloat64) << true << false << 1e-12;
-    QTest::newRow("fp32") << int(torch::kFloat32) << false << true << 1e-5;
-    QTest::newRow("bf16") << int(torch::kBFloat16) << true << true << 3e-2;
+    QTest::newRow("fp64") << int(torch::kFloat64) << false << true << 2 << 1e-12;
+    QTest::newRow("fp64-bias") << int(torch::kFloat64) << true << true << 2 << 1e-12;
+    QTest::newRow("fp64-frozen-input") << int(torch::kFloat64) << true << false << 2 << 1e-12;
+    QTest::newRow("fp64-merged") << int(torch::kFloat64) << true << true << 16 << 1e-12;
+    QTest::newRow("fp32") << int(torch::kFloat32) << false << true << 2 << 1e-5;
+    QTest::newRow("fp32-merged") << int(torch::kFloat32) << false << true << 16 << 1e-5;
+    QTest::newRow("bf16") << int(torch::kBFloat16) << true << true << 16 << 3e-2;  // never folded
   }
   void fusedLoraNodeMatchesTheFormula() {
     QFETCH(int, dtype);
     QFETCH(bool, bias);
     QFETCH(bool, inputGrad);
+    QFETCH(int, batch);
     QFETCH(double, tol);
     const auto dt = static_cast<torch::ScalarType>(dtype);
     LoraLinear lin{LoraLinearOptions(12, 10).bias(bias).dtype(dt)};
@@ -177,10 +181,11 @@ private Q_SLOTS:
       if (bias) lin->bias.normal_(0.0, 0.5);
     }
     lin->train();
-    auto x = torch::randn({2, 5, 12}).to(dt).requires_grad_(inputGrad);
-    auto dy = torch::randn({2, 5, 10}).to(dt);
+    QCOMPARE(lora_group_merges(batch * 5, dt, {lin.get()}), batch > 2 && dt != torch::kBFloat16);
+    auto x = torch::randn({batch, 5, 12}).to(dt).requires_grad_(inputGrad);
+    auto dy = torch::randn({batch, 5, 10}).to(dt);
     auto y = lin->forward(x);
-    QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{2, 5, 10}));
+    QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{batch, 5, 10}));
     QVERIFY2(graph_has(y, "LoraLinearFunction"), "the fused node was not used");
     y.backward(dy);
     auto gA = lin->lora_A->weight.grad().clone(), gB = lin->lora_B->weight.grad().clone();
@@ -199,6 +204,118 @@ private Q_SLOTS:
     QVERIFY2(close(y, ref), "output");
     QVERIFY2(close(gA, A.grad()), "grad of lora_A");
     QVERIFY2(close(gB, B.grad()), "grad of lora_B");
+    if (inputGrad) QVERIFY2(close(x.grad(), x64.grad()), "grad of the input");
+  }
+
+  // The grouped node (q, k and v; gate and up: one input, one stacked A product, one dx) against each
+  // projection's formula written out with plain autograd ops: outputs and the gradients of x, every A
+  // and every B, with ranks and scalings that differ per projection (rank_pattern, alpha_pattern),
+  // biases, an output that receives no gradient, a frozen input, fp32 and bf16. The no-grad path
+  // must give the node's values bit for bit (a checkpointed layer recomputes through the node what
+  // its first pass computed without one), and a group with one adapter off falls back to the layers.
+  void fusedLoraGroupMatchesTheFormula_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("batch");  // 2 x 5 rows: adapter products; 2 x 40: adapters folded into W
+    QTest::addColumn<bool>("bias");
+    QTest::addColumn<bool>("inputGrad");
+    QTest::addColumn<bool>("unevenRanks");
+    QTest::addColumn<int>("unused");    // an output left out of the loss, -1: none
+    QTest::addColumn<int>("disabled");  // a layer whose adapter is off, -1: none
+    QTest::addColumn<double>("tol");
+    QTest::newRow("fp64") << int(torch::kFloat64) << 2 << false << true << false << -1 << -1 << 1e-12;
+    QTest::newRow("fp64-bias-uneven") << int(torch::kFloat64) << 2 << true << true << true << -1 << -1 << 1e-12;
+    QTest::newRow("fp64-bias-uneven-merged") << int(torch::kFloat64) << 16 << true << true << true << -1 << -1 << 1e-12;
+    QTest::newRow("fp64-unused-output") << int(torch::kFloat64) << 2 << true << true << true << 1 << -1 << 1e-12;
+    QTest::newRow("fp64-unused-output-merged") << int(torch::kFloat64) << 16 << true << true << true << 1 << -1 << 1e-12;
+    QTest::newRow("fp64-frozen-input") << int(torch::kFloat64) << 2 << false << false << true << -1 << -1 << 1e-12;
+    QTest::newRow("fp64-one-adapter-off") << int(torch::kFloat64) << 2 << true << true << true << -1 << 2 << 1e-12;
+    QTest::newRow("fp32") << int(torch::kFloat32) << 2 << true << true << true << -1 << -1 << 1e-5;
+    QTest::newRow("fp32-merged") << int(torch::kFloat32) << 16 << true << true << true << -1 << -1 << 1e-5;
+    QTest::newRow("bf16") << int(torch::kBFloat16) << 16 << true << true << false << -1 << -1 << 3e-2;
+  }
+  void fusedLoraGroupMatchesTheFormula() {
+    QFETCH(int, dtype);
+    QFETCH(int, batch);
+    QFETCH(bool, bias);
+    QFETCH(bool, inputGrad);
+    QFETCH(bool, unevenRanks);
+    QFETCH(int, unused);
+    QFETCH(int, disabled);
+    QFETCH(double, tol);
+    const auto dt = static_cast<torch::ScalarType>(dtype);
+    const std::vector<int64_t> outs{10, 6, 7}, ranks = unevenRanks ? std::vector<int64_t>{3, 2, 5} : std::vector<int64_t>{3, 3, 3};
+    const std::vector<double> scalings{1.7, 0.6, 2.2};
+    std::vector<LoraLinear> lins;
+    std::vector<LoraLinearImpl*> layers;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      lins.emplace_back(LoraLinearOptions(12, outs[i]).bias(bias).dtype(dt));
+      auto& lin = lins.back();
+      lin->reset_parameters(0.3);
+      lin->add_lora(ranks[i], scalings[i], 0.0);
+      for (auto* p : {&lin->weight, &lin->bias})
+        if (p->defined()) p->set_requires_grad(false);
+      torch::NoGradGuard g;
+      lin->lora_A->weight.normal_(0.0, 0.4);
+      lin->lora_B->weight.normal_(0.0, 0.4);
+      if (bias) lin->bias.normal_(0.0, 0.5);
+      lin->train();
+      if (int(i) == disabled) lin->set_lora_enabled(false);
+      layers.push_back(lin.get());
+    }
+    QCOMPARE(lora_group_merges(batch * 5, dt, layers), batch > 2 && dt != torch::kBFloat16);
+    auto x = torch::randn({batch, 5, 12}).to(dt).requires_grad_(inputGrad);
+    auto ys = lora_linear_group(x, layers);
+    QCOMPARE(ys.size(), outs.size());
+    // One node for the group (behind each output's view), or one per layer where an adapter is off.
+    auto node_of = [](const torch::Tensor& y) { return y.grad_fn()->next_edges().at(0).function.get(); };
+    QVERIFY(graph_has(ys[0], "LoraLinearFunction"));
+    QCOMPARE(node_of(ys[0]) == node_of(ys[1]), disabled < 0);
+    std::vector<torch::Tensor> dys;
+    auto loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64));
+    for (size_t i = 0; i < outs.size(); ++i) {
+      QCOMPARE(ys[i].sizes().vec(), (std::vector<int64_t>{batch, 5, outs[i]}));
+      dys.push_back(torch::randn({batch, 5, outs[i]}).to(dt));
+      if (int(i) != unused) loss = loss + (ys[i].to(torch::kFloat64) * dys[i].to(torch::kFloat64)).sum();
+    }
+    loss.backward();
+    {
+      torch::NoGradGuard g;  // the no-grad path: the same values, bit for bit
+      auto again = lora_linear_group(x.detach(), layers);
+      for (size_t i = 0; i < outs.size(); ++i) QVERIFY2(torch::equal(again[i], ys[i].detach()), "no-grad values differ");
+    }
+    QCOMPARE(x.grad().defined(), inputGrad);
+    // The reference, per projection, in fp64 whatever the layers' dtype.
+    auto x64 = x.detach().to(torch::kFloat64).requires_grad_(true);
+    auto ref_loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64));
+    std::vector<torch::Tensor> As, Bs, refs;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      auto& lin = lins[i];
+      As.push_back(lin->lora_A->weight.detach().to(torch::kFloat64).requires_grad_(true));
+      Bs.push_back(lin->lora_B->weight.detach().to(torch::kFloat64).requires_grad_(true));
+      auto ref = torch::matmul(x64, lin->weight.detach().to(torch::kFloat64).t());
+      if (int(i) != disabled) ref = ref + scalings[i] * torch::matmul(torch::matmul(x64, As[i].t()), Bs[i].t());
+      if (bias) ref = ref + lin->bias.detach().to(torch::kFloat64);
+      if (int(i) != unused) ref_loss = ref_loss + (ref * dys[i].to(torch::kFloat64)).sum();
+      refs.push_back(ref);
+    }
+    ref_loss.backward();
+    auto close = [&](const torch::Tensor& a, const torch::Tensor& b) { return close_to(a, b, tol); };
+    // No gradient is the same as a zero one.
+    auto grad_of = [](const torch::Tensor& p) { return p.grad().defined() ? p.grad() : torch::zeros_like(p); };
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const auto name = std::to_string(i);
+      QVERIFY2(close(ys[i], refs[i]), ("output " + name).c_str());
+      if (int(i) == disabled) {
+        QVERIFY2(!lins[i]->lora_A->weight.grad().defined(), ("an adapter that is off got a gradient, " + name).c_str());
+        continue;
+      }
+      const auto& gA = grad_of(lins[i]->lora_A->weight);
+      const auto& gB = grad_of(lins[i]->lora_B->weight);
+      QCOMPARE(gA.scalar_type(), lins[i]->lora_A->weight.scalar_type());  // fp32 for a bf16 layer
+      QCOMPARE(gB.scalar_type(), lins[i]->lora_B->weight.scalar_type());
+      QVERIFY2(close(gA, grad_of(As[i])), ("grad of lora_A " + name).c_str());
+      QVERIFY2(close(gB, grad_of(Bs[i])), ("grad of lora_B " + name).c_str());
+    }
     if (inputGrad) QVERIFY2(close(x.grad(), x64.grad()), "grad of the input");
   }
 
