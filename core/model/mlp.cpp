@@ -1,7 +1,11 @@
 // SwiGLU MLP (hidden_act "silu"); GeGLU for Gemma.
 #include "core/model/mlp.h"
 
+#include <cmath>
+
 #include <torch/torch.h>
+
+#include "core/model/simd.h"
 
 namespace grpo::model {
 
@@ -10,58 +14,70 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// silu(g) * u in one autograd node (docs/formulas.md, "Fused nodes"). The forward
-// takes one vectorised sigmoid and one pass over g, u and s; the backward needs no exp at all:
-//   du = dh * g * s,   dg = dh * u * s * (1 + g * (1 - s)).
-// The composite silu(g) * u evaluates sigmoid twice (silu, then silu_backward) and makes three more
-// passes for the product and its two gradients.
+// silu(g) * u in one autograd node (docs/formulas.md, "Fused nodes"): one pass forward that
+// reads g and u and writes h, and one backward that reads dh, g and u and writes dg and du. The
+// logistic s = sigmoid(g) is evaluated in both, a vector at a time (simd.h), rather than kept:
+//   h = g * s * u,   du = dh * g * s,   dg = dh * u * (s + g * s * (1 - s)).
+// The composite evaluates sigmoid twice (silu, then silu_backward) and makes three more passes for
+// the product and its two gradients. Both loops have an AVX2 copy (run_fast).
+GRPO_KERNEL_INLINE float sigmoid_of(float g) { return sigmoid_float(g); }
+GRPO_KERNEL_INLINE double sigmoid_of(double g) { return 1.0 / (1.0 + std::exp(-g)); }
+
 template <typename T>
-void swiglu_forward_kernel(const T* __restrict g, const T* __restrict u, const T* __restrict s, T* __restrict h,
-                           int64_t n) {
-  for (int64_t i = 0; i < n; ++i) h[i] = g[i] * s[i] * u[i];
+GRPO_KERNEL_INLINE void swiglu_forward_kernel(const T* __restrict g, const T* __restrict u, T* __restrict h, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) h[i] = g[i] * sigmoid_of(g[i]) * u[i];
 }
 
 template <typename T>
-void swiglu_backward_kernel(const T* __restrict dh, const T* __restrict g, const T* __restrict u,
-                            const T* __restrict s, T* __restrict dg, T* __restrict du, int64_t n) {
+GRPO_KERNEL_INLINE void swiglu_backward_kernel(const T* __restrict dh, const T* __restrict g, const T* __restrict u,
+                                               T* __restrict dg, T* __restrict du, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    const T gs = g[i] * s[i];
+    const T s = sigmoid_of(g[i]), gs = g[i] * s;
     du[i] = dh[i] * gs;
-    dg[i] = dh[i] * u[i] * (s[i] + gs * (T(1) - s[i]));
+    dg[i] = dh[i] * u[i] * (s + gs * (T(1) - s));
   }
 }
 
-// h = g * s * u and s = sigmoid(g), for contiguous fp32 or fp64 g and u of one shape.
-std::pair<torch::Tensor, torch::Tensor> swiglu_values(const torch::Tensor& g, const torch::Tensor& u) {
-  auto s = torch::sigmoid(g);
+// h = silu(g) * u for contiguous fp32 or fp64 g and u of one shape.
+torch::Tensor swiglu_values(const torch::Tensor& g, const torch::Tensor& u) {
   auto h = torch::empty_like(g);
-  if (g.scalar_type() == torch::kFloat64)
-    swiglu_forward_kernel(g.data_ptr<double>(), u.data_ptr<double>(), s.data_ptr<double>(), h.data_ptr<double>(),
-                          g.numel());
-  else
-    swiglu_forward_kernel(g.data_ptr<float>(), u.data_ptr<float>(), s.data_ptr<float>(), h.data_ptr<float>(),
-                          g.numel());
-  return {h, s};
+  const int64_t n = g.numel();
+  if (g.scalar_type() == torch::kFloat64) {
+    const double *gp = g.data_ptr<double>(), *up = u.data_ptr<double>();
+    double* hp = h.data_ptr<double>();
+    run_fast([&]() GRPO_LAMBDA_INLINE { swiglu_forward_kernel(gp, up, hp, n); });
+  } else {
+    const float *gp = g.data_ptr<float>(), *up = u.data_ptr<float>();
+    float* hp = h.data_ptr<float>();
+    run_fast([&]() GRPO_LAMBDA_INLINE { swiglu_forward_kernel(gp, up, hp, n); });
+  }
+  return h;
+}
+
+template <typename T>
+void swiglu_gradients(const torch::Tensor& dh, const torch::Tensor& g, const torch::Tensor& u, torch::Tensor& dg,
+                      torch::Tensor& du) {
+  const T *dhp = dh.data_ptr<T>(), *gp = g.data_ptr<T>(), *up = u.data_ptr<T>();
+  T *dgp = dg.data_ptr<T>(), *dup = du.data_ptr<T>();
+  const int64_t n = g.numel();
+  run_fast([&]() GRPO_LAMBDA_INLINE { swiglu_backward_kernel(dhp, gp, up, dgp, dup, n); });
 }
 
 struct SwiGLUFunction : torch::autograd::Function<SwiGLUFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& g, const torch::Tensor& u) {
-    auto [h, s] = swiglu_values(g, u);
-    ctx->save_for_backward({g, u, s});
-    return h;
+    ctx->save_for_backward({g, u});
+    return swiglu_values(g, u);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
-    const auto &g = saved[0], &u = saved[1], &s = saved[2];
+    const auto &g = saved[0], &u = saved[1];
     if (!grads[0].defined()) return {torch::Tensor(), torch::Tensor()};
     auto dh = grads[0].contiguous();
     auto dg = torch::empty_like(g), du = torch::empty_like(u);
     if (g.scalar_type() == torch::kFloat64)
-      swiglu_backward_kernel(dh.data_ptr<double>(), g.data_ptr<double>(), u.data_ptr<double>(), s.data_ptr<double>(),
-                             dg.data_ptr<double>(), du.data_ptr<double>(), g.numel());
+      swiglu_gradients<double>(dh, g, u, dg, du);
     else
-      swiglu_backward_kernel(dh.data_ptr<float>(), g.data_ptr<float>(), u.data_ptr<float>(), s.data_ptr<float>(),
-                             dg.data_ptr<float>(), du.data_ptr<float>(), g.numel());
+      swiglu_gradients<float>(dh, g, u, dg, du);
     return {dg, du};
   }
 };
@@ -76,7 +92,7 @@ torch::Tensor swiglu(const torch::Tensor& g, const torch::Tensor& u) {
   // Inference takes the same values without building a node, so a checkpointed layer's recompute
   // reproduces its first pass exactly.
   if (!torch::GradMode::is_enabled() || (!g.requires_grad() && !u.requires_grad()))
-    return swiglu_values(g.contiguous(), u.contiguous()).first;
+    return swiglu_values(g.contiguous(), u.contiguous());
   return SwiGLUFunction::apply(g.contiguous(), u.contiguous());
 }
 

@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include "core/model/simd.h"
+
 namespace grpo::model {
 
 namespace {
@@ -17,13 +19,29 @@ using torch::autograd::variable_list;
 //   r = 1 / sqrt(mean(x^2) + eps),   y = w * x * r
 //   dx = r * g - x * r^3 * mean(g * x),   g = w * dy,   dw = sum over rows of dy * x * r
 // The composite takes five operators forward (pow, mean, add, rsqrt, two products) and about ten
-// backward. Sums run in double.
+// backward. Sums run in double. Both loops have an AVX2 copy (run_fast).
+// sum over c < C of a[c] * b[c] (* w[c]), in double, in eight interleaved partial sums: one running
+// sum is a chain of dependent additions (the latency of each, per element), and GCC may not reorder
+// a floating-point sum into vectors by itself. Both copies of the loop add in the same order.
 template <typename T>
-void rms_forward(const T* x, const T* w, T* y, T* r, int64_t rows, int64_t C, double eps) {
+GRPO_KERNEL_INLINE double dot_double(const T* a, const T* b, const T* w, int64_t C) {
+  constexpr int64_t L = 8;
+  double acc[L] = {};
+  int64_t c = 0;
+  for (; c + L <= C; c += L)
+    for (int64_t j = 0; j < L; ++j)
+      acc[j] += double(a[c + j]) * double(b[c + j]) * (w ? double(w[c + j]) : 1.0);
+  double sum = 0;
+  for (int64_t j = 0; j < L; ++j) sum += acc[j];
+  for (; c < C; ++c) sum += double(a[c]) * double(b[c]) * (w ? double(w[c]) : 1.0);
+  return sum;
+}
+
+template <typename T>
+GRPO_KERNEL_INLINE void rms_forward(const T* x, const T* w, T* y, T* r, int64_t rows, int64_t C, double eps) {
   for (int64_t i = 0; i < rows; ++i) {
     const T* xr = x + i * C;
-    double ss = 0;
-    for (int64_t c = 0; c < C; ++c) ss += double(xr[c]) * double(xr[c]);
+    const double ss = dot_double<T>(xr, xr, nullptr, C);
     const T ri = T(1.0 / std::sqrt(ss / double(C) + eps));
     r[i] = ri;
     T* yr = y + i * C;
@@ -33,11 +51,11 @@ void rms_forward(const T* x, const T* w, T* y, T* r, int64_t rows, int64_t C, do
 
 // dx, and dw (summed over rows, in double) when dw is not null.
 template <typename T>
-void rms_backward(const T* dy, const T* x, const T* w, const T* r, T* dx, double* dw, int64_t rows, int64_t C) {
+GRPO_KERNEL_INLINE void rms_backward(const T* dy, const T* x, const T* w, const T* r, T* dx, double* dw, int64_t rows,
+                                     int64_t C) {
   for (int64_t i = 0; i < rows; ++i) {
     const T *xr = x + i * C, *dyr = dy + i * C;
-    double dot = 0;
-    for (int64_t c = 0; c < C; ++c) dot += double(w[c]) * double(dyr[c]) * double(xr[c]);
+    const double dot = dot_double<T>(dyr, xr, w, C);
     const T ri = r[i], k = T(double(ri) * double(ri) * double(ri) * dot / double(C));
     T* dxr = dx + i * C;
     for (int64_t c = 0; c < C; ++c) dxr[c] = ri * (w[c] * dyr[c]) - xr[c] * k;
@@ -50,10 +68,16 @@ void rms_backward(const T* dy, const T* x, const T* w, const T* r, T* dx, double
 std::pair<torch::Tensor, torch::Tensor> rms_values(const torch::Tensor& x, const torch::Tensor& w, double eps) {
   const int64_t C = x.size(-1), rows = C > 0 ? x.numel() / C : 0;
   auto y = torch::empty_like(x), r = torch::empty({rows}, x.options());
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    const T *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>();
+    T *yp = y.data_ptr<T>(), *rp = r.data_ptr<T>();
+    run_fast([&]() GRPO_LAMBDA_INLINE { rms_forward(xp, wp, yp, rp, rows, C, eps); });
+  };
   if (x.scalar_type() == torch::kFloat64)
-    rms_forward(x.data_ptr<double>(), w.data_ptr<double>(), y.data_ptr<double>(), r.data_ptr<double>(), rows, C, eps);
+    run(0.0);
   else
-    rms_forward(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), r.data_ptr<float>(), rows, C, eps);
+    run(0.0f);
   return {y, r};
 }
 
@@ -73,12 +97,16 @@ struct RMSNormFunction : torch::autograd::Function<RMSNormFunction> {
     torch::Tensor dw;  // a weight that trains (modules_to_save, full fine-tuning)
     if (ctx->needs_input_grad(1)) dw = torch::zeros({C}, x.options().dtype(torch::kFloat64));
     double* dwp = dw.defined() ? dw.data_ptr<double>() : nullptr;
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      const T *dyp = dy.data_ptr<T>(), *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>(), *rp = r.data_ptr<T>();
+      T* dxp = dx.data_ptr<T>();
+      run_fast([&]() GRPO_LAMBDA_INLINE { rms_backward(dyp, xp, wp, rp, dxp, dwp, rows, C); });
+    };
     if (x.scalar_type() == torch::kFloat64)
-      rms_backward(dy.data_ptr<double>(), x.data_ptr<double>(), w.data_ptr<double>(), r.data_ptr<double>(),
-                   dx.data_ptr<double>(), dwp, rows, C);
+      run(0.0);
     else
-      rms_backward(dy.data_ptr<float>(), x.data_ptr<float>(), w.data_ptr<float>(), r.data_ptr<float>(),
-                   dx.data_ptr<float>(), dwp, rows, C);
+      run(0.0f);
     return {dx, dw.defined() ? dw.to(w.scalar_type()) : torch::Tensor(), torch::Tensor()};
   }
 };

@@ -14,10 +14,8 @@
 #include <torch/torch.h>
 
 #include "core/common/error.h"
+#include "core/model/simd.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GRPO_SEGMENT_AVX2 1
-#endif
 
 namespace grpo::model {
 
@@ -62,8 +60,6 @@ struct Rows {
 #pragma GCC optimize("fp-contract=fast")
 #endif
 
-#define GRPO_KERNEL_INLINE __attribute__((always_inline)) inline
-
 template <typename T>
 struct Lanes {
   typedef T vec __attribute__((vector_size(32)));
@@ -87,32 +83,6 @@ constexpr int64_t kBlock = 4 * Lanes<T>::n;
 template <typename T>
 int64_t padded(int64_t n) {
   return (n + kBlock<T> - 1) / kBlock<T> * kBlock<T>;
-}
-
-// exp(x) for a float x <= 0, as plain arithmetic that the compiler evaluates a vector at a time:
-// n = round(x / ln 2) by the 1.5 * 2^23 rounding trick, r = x - n ln 2 in two parts, Cephes'
-// degree-6 polynomial for exp(r), times 2^n built in the exponent bits. Within 1.2e-7 relative of
-// exp over [-87, 0]; |x| above 87, or NaN, gives 0 (a softmax's shifted scores are at most 0, and
-// exp(-87) is 1.6e-38 of the largest term). Masks are built from integer bits, with no select: the
-// vectorizer stops at a float compare or a conditional.
-GRPO_KERNEL_INLINE float exp_nonpositive(float x) {
-  const uint32_t xb = std::bit_cast<uint32_t>(x);
-  // All ones where |x| > 87 (or x is NaN): the sign of 87's bits minus |x|'s.
-  const uint32_t tiny = uint32_t((0x42AE0000 - int32_t(xb & 0x7FFFFFFFu)) >> 31);
-  const float v = std::bit_cast<float>(xb & ~tiny);
-  const float fn = v * 1.44269504088896341f + 12582912.0f;
-  const int32_t n_int = int32_t(std::bit_cast<uint32_t>(fn) & 0x7FFFFFu) - 0x400000;
-  const float n = fn - 12582912.0f;
-  float r = n * -0.693359375f + v;
-  r = n * 2.12194440e-4f + r;
-  float y = 1.9875691500e-4f * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = (y * r) * r + (r + 1.0f);
-  const uint32_t scale = (uint32_t(n_int + 127) << 23) & ~tiny;
-  return y * std::bit_cast<float>(scale);
 }
 
 // x[j] = exp(x[j]) over n, for x <= 0 (fp64: the library's exp).
@@ -376,9 +346,9 @@ void kv_head_plain(const Rows<T>& a, int64_t kh) {
   kv_head<kBackward>(a, kh);
 }
 
-#ifdef GRPO_SEGMENT_AVX2
+#ifdef GRPO_AVX2_COPY
 template <bool kBackward, typename T>
-__attribute__((target("avx2,fma"))) void kv_head_avx2(const Rows<T>& a, int64_t kh) {
+GRPO_TARGET_AVX2 void kv_head_avx2(const Rows<T>& a, int64_t kh) {
   kv_head<kBackward>(a, kh);
 }
 #endif
@@ -387,19 +357,12 @@ __attribute__((target("avx2,fma"))) void kv_head_avx2(const Rows<T>& a, int64_t 
 #pragma GCC pop_options
 #endif
 
-#ifdef GRPO_SEGMENT_AVX2
-bool have_avx2_fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
-#endif
-
 // Every kv head's forward or backward, one thread each.
 template <bool kBackward, typename T>
 void run_kernel(const Rows<T>& a) {
   at::parallel_for(0, a.KVH, 1, [&](int64_t b, int64_t e) {
     for (int64_t kh = b; kh < e; ++kh) {
-#ifdef GRPO_SEGMENT_AVX2
+#ifdef GRPO_AVX2_COPY
       if (have_avx2_fma()) {
         kv_head_avx2<kBackward>(a, kh);
         continue;
