@@ -33,6 +33,24 @@ void randomize_lora(CausalLM& m, double std = 0.1) {
   for (auto& p : m->lora_parameters()) p.normal_(0.0, std);
 }
 
+// A layer in training mode with a frozen base and an adapter of rank r and scaling s, every factor
+// (and the bias) random.
+LoraLinear trained_adapter_layer(int64_t in, int64_t out, int64_t r, double s, bool bias, torch::ScalarType dt) {
+  LoraLinear lin{LoraLinearOptions(in, out).bias(bias).dtype(dt)};
+  lin->reset_parameters(0.3);
+  lin->add_lora(r, s, 0.0);
+  for (auto* p : {&lin->weight, &lin->bias})
+    if (p->defined()) p->set_requires_grad(false);
+  {
+    torch::NoGradGuard g;
+    lin->lora_A->weight.normal_(0.0, 0.4);
+    lin->lora_B->weight.normal_(0.0, 0.4);
+    if (bias) lin->bias.normal_(0.0, 0.5);
+  }
+  lin->train();
+  return lin;
+}
+
 std::string contents_of_golden_adapter_with(const std::string& dir, const std::string& key, nlohmann::json value) {
   auto j = nlohmann::json::parse(read_file(golden_model(kAdapter) + "/adapter_config.json"));
   j[key] = std::move(value);
@@ -169,18 +187,7 @@ private Q_SLOTS:
     QFETCH(int, batch);
     QFETCH(double, tol);
     const auto dt = static_cast<torch::ScalarType>(dtype);
-    LoraLinear lin{LoraLinearOptions(12, 10).bias(bias).dtype(dt)};
-    lin->reset_parameters(0.3);
-    lin->add_lora(3, 1.7, 0.0);
-    for (auto* p : {&lin->weight, &lin->bias})
-      if (p->defined()) p->set_requires_grad(false);
-    {
-      torch::NoGradGuard g;
-      lin->lora_A->weight.normal_(0.0, 0.4);
-      lin->lora_B->weight.normal_(0.0, 0.4);
-      if (bias) lin->bias.normal_(0.0, 0.5);
-    }
-    lin->train();
+    auto lin = trained_adapter_layer(12, 10, 3, 1.7, bias, dt);
     QCOMPARE(lora_group_merges(batch * 5, dt, {lin.get()}), batch > 2 && dt != torch::kBFloat16);
     auto x = torch::randn({batch, 5, 12}).to(dt).requires_grad_(inputGrad);
     auto dy = torch::randn({batch, 5, 10}).to(dt);
@@ -248,17 +255,8 @@ private Q_SLOTS:
     std::vector<LoraLinear> lins;
     std::vector<LoraLinearImpl*> layers;
     for (size_t i = 0; i < outs.size(); ++i) {
-      lins.emplace_back(LoraLinearOptions(12, outs[i]).bias(bias).dtype(dt));
+      lins.push_back(trained_adapter_layer(12, outs[i], ranks[i], scalings[i], bias, dt));
       auto& lin = lins.back();
-      lin->reset_parameters(0.3);
-      lin->add_lora(ranks[i], scalings[i], 0.0);
-      for (auto* p : {&lin->weight, &lin->bias})
-        if (p->defined()) p->set_requires_grad(false);
-      torch::NoGradGuard g;
-      lin->lora_A->weight.normal_(0.0, 0.4);
-      lin->lora_B->weight.normal_(0.0, 0.4);
-      if (bias) lin->bias.normal_(0.0, 0.5);
-      lin->train();
       if (int(i) == disabled) lin->set_lora_enabled(false);
       layers.push_back(lin.get());
     }
