@@ -7,6 +7,7 @@
 #include "tools/grpo_step_bench.h"
 #include "tools/parquet_bench.h"
 #include "tools/forward_bench.h"
+#include "tools/nodes_bench.h"
 #include "tools/generate_bench.h"
 #include "tools/tokenizer_bench.h"
 
@@ -44,6 +45,18 @@ void add_bench_commands(CLI::App& app) {
   fwd->add_option("--device", f->device, "cpu or cuda");
   fwd->add_option("--dtype", f->dtype, "float32 or bfloat16 (default: fp32 on CPU, bf16 on CUDA)");
   fwd->callback([f] { print_json_line(model::bench_forward(*f).dump()); });
+
+  auto nd = std::make_shared<model::NodesBenchOptions>();
+  auto* nodes = bench->add_subcommand("nodes", "Each fused node (LoRA groups, RMSNorm, SwiGLU) against its LibTorch composite, fwd+bwd, checked");
+  nodes->add_option("--rows", nd->rows, "Tokens (rows of every input)");
+  nodes->add_option("--hidden", nd->hidden, "hidden_size");
+  nodes->add_option("--intermediate", nd->intermediate, "intermediate_size");
+  nodes->add_option("--q-dim", nd->q_dim, "Query width (heads x head_dim)");
+  nodes->add_option("--kv-dim", nd->kv_dim, "Key/value width (kv heads x head_dim)");
+  nodes->add_option("--lora-r", nd->lora_r, "LoRA rank");
+  nodes->add_option("--threads", nd->threads, "LibTorch's and OpenBLAS's threads (0 = leave both as they are)");
+  nodes->add_option("--iters", nd->iters, "Timed runs of each side, interleaved (median reported)");
+  nodes->callback([nd] { print_json_line(model::bench_nodes(*nd).dump()); });
 
   auto g = std::make_shared<rollout::GenerateBenchOptions>();
   auto* gen = bench->add_subcommand("generate", "Sampler tokens/s for G samples per prompt, with and without prefix sharing");

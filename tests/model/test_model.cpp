@@ -10,6 +10,7 @@
 #include "core/model/mlp.h"
 #include "core/model/norm.h"
 #include "tools/forward_bench.h"
+#include "tools/nodes_bench.h"
 #include "core/model/inspect.h"
 #include "core/model/kv_cache.h"
 #include "core/model/peft_io.h"
@@ -279,6 +280,31 @@ private Q_SLOTS:
     CausalLM m{CausalLMOptions(bench_model_config("25m")).init_weights(false)};
     QVERIFY(m->num_base_parameters() > 20'000'000 && m->num_base_parameters() < 30'000'000);
     QVERIFY_THROWS_EXCEPTION(Error, bench_model_config("7b"));
+  }
+
+  // `grpo bench nodes` at a small shape: every node reported, each checked against its composite
+  // (the bench refuses a node that differs by more than 1e-4), and its bounds refused.
+  void nodesBenchReportsEveryNode() {
+    NodesBenchOptions o;
+    o.rows = 40;
+    o.hidden = 16;
+    o.intermediate = 24;
+    o.q_dim = 16;
+    o.kv_dim = 8;
+    o.lora_r = 4;
+    o.threads = 0;
+    o.iters = 2;
+    auto j = bench_nodes(o);
+    for (const char* n : {"lora_qkv", "lora_gate_up", "lora_down", "rmsnorm", "swiglu"}) {
+      QVERIFY2(j["nodes"].contains(n), n);
+      const auto& e = j["nodes"][n];
+      QVERIFY2(e["fused_ms"].get<double>() > 0 && e["composite_ms"].get<double>() > 0, n);
+      QVERIFY2(e["max_rel_diff"].get<double>() <= 1e-4, n);
+    }
+    QVERIFY(j["speedup"].get<double>() > 0);
+    QVERIFY(j["folded"].get<bool>());  // 40 x 80 >= 4 x 512: the adapters are folded at this shape
+    o.iters = 0;
+    QVERIFY_THROWS_EXCEPTION(Error, bench_nodes(o));
   }
 
   // The fused SwiGLU node against silu(g) * u through autograd: values and both gradients in fp64
