@@ -39,19 +39,17 @@ GRPO_KERNEL_INLINE void swiglu_backward_kernel(const T* __restrict dh, const T* 
 }
 
 // h = silu(g) * u for contiguous fp32 or fp64 g and u of one shape.
+template <typename T>
 torch::Tensor swiglu_values(const torch::Tensor& g, const torch::Tensor& u) {
   auto h = torch::empty_like(g);
+  const T *gp = g.data_ptr<T>(), *up = u.data_ptr<T>();
+  T* hp = h.data_ptr<T>();
   const int64_t n = g.numel();
-  if (g.scalar_type() == torch::kFloat64) {
-    const double *gp = g.data_ptr<double>(), *up = u.data_ptr<double>();
-    double* hp = h.data_ptr<double>();
-    run_fast([&]() GRPO_LAMBDA_INLINE { swiglu_forward_kernel(gp, up, hp, n); });
-  } else {
-    const float *gp = g.data_ptr<float>(), *up = u.data_ptr<float>();
-    float* hp = h.data_ptr<float>();
-    run_fast([&]() GRPO_LAMBDA_INLINE { swiglu_forward_kernel(gp, up, hp, n); });
-  }
+  run_fast([&]() GRPO_LAMBDA_INLINE { swiglu_forward_kernel(gp, up, hp, n); });
   return h;
+}
+torch::Tensor swiglu_values(const torch::Tensor& g, const torch::Tensor& u) {
+  return g.scalar_type() == torch::kFloat64 ? swiglu_values<double>(g, u) : swiglu_values<float>(g, u);
 }
 
 template <typename T>
