@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "core/common/blas_kernels.h"
 #include "core/common/error.h"
 #include "core/common/process_setup.h"
 
@@ -30,7 +31,7 @@ int exit_status_for_signal(int sig) { return sig == SIGINT ? kExitSigint : sig =
 int main(int argc, char** argv) {
   grpo::prepare_process();  // SIGXFSZ ignored, the allocator kept from unmapping tensors
   CLI::App app{"GRPO Studio: asynchronous GRPO fine-tuning of LoRA adapters for Hugging Face models"};
-  app.set_version_flag("--version", std::string("grpo ") + GRPO_VERSION);
+  app.set_version_flag("--version", std::string("grpo ") + GRPO_VERSION + "\nblas: " + grpo::blas_description());
   app.require_subcommand(1);
   app.footer(grpo::cli::kExitStatusHelp);
   grpo::cli::add_inspect_commands(app);

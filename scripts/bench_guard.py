@@ -174,6 +174,10 @@ def main(argv):
         median = statistics.median(values)
         floor = r["recorded"] * (1 - a.tolerance)
         shown = ", ".join(f"{v:.3g}" for v in values)
+        # The kernel set the bench multiplied with ("blas" in forward's and grpo-step's JSON): a
+        # ratio recorded under one OpenBLAS set and measured under another is read with that in mind.
+        blas = sorted({j["blas"] for j in runs if isinstance(j.get("blas"), str)})
+        shown += "; blas: " + " | ".join(blas) if blas else ""
         if median < floor:
             fell += 1
             tag = "WARNING" if a.warn_only else "FELL"

@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include "core/common/blas_kernels.h"
 #include "core/common/error.h"
 #include "core/model/causal_lm.h"
 #include "core/model/flops.h"
@@ -173,6 +174,7 @@ nlohmann::json bench_forward(const ForwardBenchOptions& o) {
       {"seq_len", o.seq_len},
       {"batch", o.batch},
       {"gemm_gflops", peak},
+      {"blas", blas_description()},
       {"prefill_s", prefill_s},
       {"prefill_tok_s", tokens / prefill_s},
       {"lora_fwd_bwd_s", train_s},

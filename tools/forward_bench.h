@@ -36,7 +36,7 @@ io::ModelConfig bench_model_config(const std::string& size);
 
 // Keys: gemm_gflops, prefill_tok_s, lora_fwd_bwd_tok_s, mfu, params, lora_params, seq_len, batch,
 // threads, flops_per_token_fwd, flops_per_token_lora_fwd_bwd, flops_per_token_full_ft,
-// prefill_s, lora_fwd_bwd_s, model, device, dtype.
+// prefill_s, lora_fwd_bwd_s, model, device, dtype, blas (the BLAS and its kernel set: blas_kernels.h).
 nlohmann::json bench_forward(const ForwardBenchOptions& options);
 
 }  // namespace grpo::model

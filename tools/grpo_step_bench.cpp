@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 
+#include "core/common/blas_kernels.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/grpo/trainer.h"
@@ -298,6 +299,7 @@ json bench_grpo_step(const GrpoStepBenchOptions& o) {
       {"tok_s", double(tokens) / step_s},
       {"python_tok_s", double(tokens) / py_step_s},
       {"speedup", py_step_s / step_s},
+      {"blas", blas_description()},
       {"loss", losses[0]},
       {"python_loss", py_losses[0]},
       {"loss_abs_diff", diff},

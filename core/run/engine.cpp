@@ -12,6 +12,7 @@
 
 #include <torch/torch.h>
 
+#include "core/common/blas_kernels.h"
 #include "core/common/blas_threads.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
@@ -324,10 +325,11 @@ void Engine::start_pipeline() {
   state_ = EngineState::Running;
   bool measured = false;  // before the generators start, so the measurement has the machine to itself
   peak_flops_ = model::mfu_peak_flops(config().mfu_peak_tflops, run_.policy.model->device(), run_.policy.model->dtype(), &measured);
+  if (const auto advice = blas_advice(); !advice.empty()) log_warn(advice);
   started_ = Clock::now();
   event({{"event", "start"}, {"mode", "async"}, {"max_steps", config().max_steps}, {"sources", sources_.size()},
          {"policy_version", version_.load()}, {"mfu_peak_tflops", peak_flops_ / 1e12},
-         {"mfu_peak", measured ? "measured" : "mfu_peak_tflops"}});
+         {"mfu_peak", measured ? "measured" : "mfu_peak_tflops"}, {"blas", blas_description()}});
   pipeline_->set_trainer_step(step_.load(), version_.load());  // a resumed run counts from its step
   pipeline_->start(sources_);
 }

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "core/common/blas_kernels.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/log.h"
@@ -96,7 +97,8 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
   bool measured = false;
   const double peak = model::mfu_peak_flops(cfg().mfu_peak_tflops, run_.policy.model->device(), run_.policy.model->dtype(), &measured);
   dir_.append_event({{"time", wall_time_s()}, {"event", "start"}, {"mode", "sync"}, {"max_steps", cfg().max_steps},
-                     {"mfu_peak_tflops", peak / 1e12}, {"mfu_peak", measured ? "measured" : "mfu_peak_tflops"}});
+                     {"mfu_peak_tflops", peak / 1e12}, {"mfu_peak", measured ? "measured" : "mfu_peak_tflops"},
+                     {"blas", blas_description()}});
   auto last_end = std::chrono::steady_clock::now();
   bool unpublished = false;
   StepLogger logger(dir_);

@@ -61,6 +61,11 @@ check(rc == 1 and "FELL step" in out and "20% below the recorded 2" in out and "
 rc, out = guard("--warn-only", runs={**held, "step": [{"speedup": 1.0}]})
 check(rc == 0 and "WARNING step" in out, "--warn-only reports a fall as a WARNING line and exits 0", out)
 
+rc, out = guard("--warn-only", runs={**held, "step": [{"speedup": 1.0, "blas": "OpenBLAS 0.3.21, Haswell kernels (x)"},
+                                                    {"speedup": 1.1, "blas": "OpenBLAS 0.3.21, Cooperlake kernels (y)"}]})
+check(rc == 0 and "blas: OpenBLAS 0.3.21, Cooperlake kernels (y) | OpenBLAS 0.3.21, Haswell kernels (x)" in out,
+      "the kernel sets the runs multiplied with are shown beside the ratio", out)
+
 rc, out = guard(runs={**held, "step": [{"speedup": 1.0}, {"speedup": 2.0}, {"speedup": 2.0}]})
 check(rc == 0, "the median of the runs counts, not the worst run", out)
 

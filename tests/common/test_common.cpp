@@ -1,9 +1,11 @@
-// Tests for core/common: error composition, nearest-name hints, atomic files.
+// Tests for core/common: error composition, nearest-name hints, atomic files, the BLAS line.
 #include <QtTest>
 
 #include <unistd.h>
 
 #include "tests/common/error_of.h"
+#include "tests/common/run_cli.h"
+#include "core/common/blas_kernels.h"
 #include "core/common/error.h"
 #include "core/common/files.h"
 #include "core/common/json_limits.h"
@@ -79,6 +81,69 @@ private Q_SLOTS:
     const std::string e = grpo::testing::error_of([&] { grpo::read_file(p, 99); });
     QVERIFY2(e.find(p + ": 100 bytes exceeds the limit of 99") == 0, e.c_str());
     QVERIFY(grpo::kMaxSha256SumsBytes >= 4096);
+  }
+
+  // The BLAS line names the library, its kernel set and who chose it, and advises the AVX-512
+  // sets only where the CPU and the OS run them and another set is in use.
+  void blasLineNamesTheKernelsAndWhoChose() {
+    using grpo::blas_description;
+    grpo::CpuId avx512;
+    avx512.avx512f = avx512.avx512cd = avx512.avx512bw = avx512.avx512dq = avx512.avx512vl = avx512.os_avx512 = true;
+    const grpo::CpuId avx2;  // nothing of AVX-512
+    const std::string cfg = "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64";
+    const std::string advice =
+        "; this CPU runs AVX-512, for which OpenBLAS has kernels up to twice as fast: OPENBLAS_CORETYPE unset or SkylakeX)";
+    QCOMPARE(blas_description(cfg, "Haswell", "Haswell", avx512),
+             "OpenBLAS 0.3.21 DYNAMIC_ARCH, Haswell kernels (OPENBLAS_CORETYPE=Haswell" + advice);
+    QCOMPARE(blas_description(cfg, "Haswell", nullptr, avx512),
+             "OpenBLAS 0.3.21 DYNAMIC_ARCH, Haswell kernels (OpenBLAS's choice" + advice);
+    QCOMPARE(blas_description(cfg, "Cooperlake", nullptr, avx512),
+             std::string("OpenBLAS 0.3.21 DYNAMIC_ARCH, Cooperlake kernels (OpenBLAS's choice)"));
+    QCOMPARE(blas_description(cfg, "SKYLAKEX", "skylakex", avx512),
+             std::string("OpenBLAS 0.3.21 DYNAMIC_ARCH, SKYLAKEX kernels (OPENBLAS_CORETYPE=skylakex)"));
+    QCOMPARE(blas_description(cfg, "Haswell", "Haswell", avx2),
+             std::string("OpenBLAS 0.3.21 DYNAMIC_ARCH, Haswell kernels (OPENBLAS_CORETYPE=Haswell)"));
+    // Each missing piece of the subset, or an OS that does not save ZMM state, removes the advice.
+    for (bool grpo::CpuId::*part : {&grpo::CpuId::avx512f, &grpo::CpuId::avx512cd, &grpo::CpuId::avx512bw,
+                                    &grpo::CpuId::avx512dq, &grpo::CpuId::avx512vl, &grpo::CpuId::os_avx512}) {
+      grpo::CpuId cpu = avx512;
+      cpu.*part = false;
+      QVERIFY(!grpo::runs_openblas_avx512(cpu));
+      QCOMPARE(blas_description(cfg, "Zen", nullptr, cpu), std::string("OpenBLAS 0.3.21 DYNAMIC_ARCH, Zen kernels (OpenBLAS's choice)"));
+    }
+    QVERIFY(grpo::runs_openblas_avx512(avx512));
+    // A build for one CPU, a config string of another shape, another BLAS.
+    QCOMPARE(blas_description("OpenBLAS 0.3.29 NO_LAPACKE SKYLAKEX MAX_THREADS=128", "SkylakeX", nullptr, avx512),
+             std::string("OpenBLAS 0.3.29, SkylakeX kernels (OpenBLAS's choice)"));
+    QCOMPARE(blas_description("", "Zen", nullptr, avx2), std::string("OpenBLAS, Zen kernels (OpenBLAS's choice)"));
+    QCOMPARE(blas_description(cfg, "", nullptr, avx512), std::string("not OpenBLAS"));
+  }
+
+  // `grpo --version` reports the OpenBLAS the CLI loaded: a kernel set pinned by OPENBLAS_CORETYPE,
+  // or OpenBLAS's own choice when it is unset; the advice follows this machine's CPU.
+  void cliVersionReportsTheLoadedBlas() {
+    auto env = QProcessEnvironment::systemEnvironment();
+    env.remove("OPENBLAS_CORETYPE");
+    auto blas_line = [&](const CliResult& r) {
+      const auto at = r.out.find("\nblas: ");
+      return at == std::string::npos ? std::string() : r.out.substr(at + 7, r.out.find('\n', at + 1) - at - 7);
+    };
+    auto r = run_cli({"--version"}, 60000, env);
+    QVERIFY2(r.code == 0, r.out.c_str());
+    const std::string own = blas_line(r);
+    QVERIFY2(!own.empty(), r.out.c_str());
+    if (own == "not OpenBLAS") QSKIP("the CLI's BLAS is not OpenBLAS");
+    QVERIFY2(own.find(" kernels (OpenBLAS's choice") != std::string::npos, own.c_str());
+    QVERIFY2(own.rfind("OpenBLAS 0.", 0) == 0, own.c_str());
+#if defined(__x86_64__)
+    env.insert("OPENBLAS_CORETYPE", "Haswell");
+    r = run_cli({"--version"}, 60000, env);
+    QVERIFY2(r.code == 0, r.out.c_str());
+    const std::string pinned = blas_line(r);
+    QVERIFY2(pinned.find(", Haswell kernels (OPENBLAS_CORETYPE=Haswell") != std::string::npos, pinned.c_str());
+    const bool advised = pinned.find("this CPU runs AVX-512") != std::string::npos;
+    QCOMPARE(advised, grpo::runs_openblas_avx512(grpo::cpu_id()));
+#endif
   }
 };
 
