@@ -179,44 +179,56 @@ GRPO_KERNEL_INLINE void load_keys(const Rows<T>& a, const int64_t* s, int64_t kh
   if (P == 0) sc.span_begin = begin, sc.span_len = len;  // its own keys now lead: its completions' prefix
 }
 
-// acc[i] += x * row[i L, i L + L) for the four vectors of a block (L lanes each).
-template <typename T>
-GRPO_KERNEL_INLINE void add_block(Vec<T> (&acc)[4], const Vec<T>& x, const T* row) {
+// acc[i] += x * row[i L, i L + L) for the NV vectors of a block (L lanes each).
+template <int NV, typename T>
+GRPO_KERNEL_INLINE void add_block(Vec<T> (&acc)[NV], const Vec<T>& x, const T* row) {
   constexpr int64_t L = Lanes<T>::n;
-  for (int64_t i = 0; i < 4; ++i) {
+  for (int64_t i = 0; i < NV; ++i) {
     Vec<T> m;
     vload(m, row + i * L);
     acc[i] += x * m;
   }
 }
 
-// out[0, 4 L) = even + odd, block by block.
-template <typename T>
-GRPO_KERNEL_INLINE void store_block(T* out, const Vec<T> (&even)[4], const Vec<T> (&odd)[4]) {
+// out[0, NV L) = even + odd, vector by vector.
+template <int NV, typename T>
+GRPO_KERNEL_INLINE void store_block(T* out, const Vec<T> (&even)[NV], const Vec<T> (&odd)[NV]) {
   constexpr int64_t L = Lanes<T>::n;
-  for (int64_t i = 0; i < 4; ++i) vstore(out + i * L, even[i] + odd[i]);
+  for (int64_t i = 0; i < NV; ++i) vstore(out + i * L, even[i] + odd[i]);
 }
 
 // out[j] = scale * sum_d x[d] * mt[d * W + j] for j < n: a query's scores against the transposed
 // keys (or dout's products with the transposed values). kBlock keys at a time, with d split into
 // even and odd halves: two dependency chains side by side.
+// The keys jb .. jb + count (count <= NV L) of that product, NV vectors wide: a query with few keys
+// (a prompt's first tokens) multiplies only the vectors its keys fill.
+template <int NV, int DN, typename T>
+GRPO_KERNEL_INLINE void times_columns_block(const T* x, T scale, const T* mt, int64_t W, int64_t D, int64_t jb,
+                                            int64_t count, T* out) {
+  Vec<T> even[NV] = {}, odd[NV] = {};
+  int64_t d = 0;
+  for (; d + 2 <= D; d += 2) {
+    add_block<NV>(even, Vec<T>{} + x[d] * scale, mt + d * W + jb);
+    add_block<NV>(odd, Vec<T>{} + x[d + 1] * scale, mt + (d + 1) * W + jb);
+  }
+  if (d < D) add_block<NV>(even, Vec<T>{} + x[d] * scale, mt + d * W + jb);
+  T block[NV * Lanes<T>::n];
+  store_block<NV>(block, even, odd);
+  std::memcpy(out + jb, block, size_t(count) * sizeof(T));
+}
+
 template <int DN, typename T>
 GRPO_KERNEL_INLINE void times_columns(const T* x, T scale, const T* mt, int64_t W, int64_t D_runtime, int64_t n,
                                       T* out) {
-  constexpr int64_t B = kBlock<T>;
+  constexpr int64_t B = kBlock<T>, L = Lanes<T>::n;
   const int64_t D = DN ? DN : D_runtime;
-  for (int64_t jb = 0; jb < n; jb += B) {
-    Vec<T> even[4] = {}, odd[4] = {};
-    int64_t d = 0;
-    for (; d + 2 <= D; d += 2) {
-      add_block(even, Vec<T>{} + x[d] * scale, mt + d * W + jb);
-      add_block(odd, Vec<T>{} + x[d + 1] * scale, mt + (d + 1) * W + jb);
-    }
-    if (d < D) add_block(even, Vec<T>{} + x[d] * scale, mt + d * W + jb);
-    T block[B];
-    store_block(block, even, odd);
-    std::memcpy(out + jb, block, size_t(std::min(B, n - jb)) * sizeof(T));
-  }
+  int64_t jb = 0;
+  for (; jb + B <= n; jb += B) times_columns_block<4, DN>(x, scale, mt, W, D, jb, B, out);
+  const int64_t left = n - jb;  // the columns are padded to B, so a partial block reads inside them
+  if (left > 3 * L) times_columns_block<4, DN>(x, scale, mt, W, D, jb, left, out);
+  else if (left > 2 * L) times_columns_block<3, DN>(x, scale, mt, W, D, jb, left, out);
+  else if (left > L) times_columns_block<2, DN>(x, scale, mt, W, D, jb, left, out);
+  else if (left > 0) times_columns_block<1, DN>(x, scale, mt, W, D, jb, left, out);
 }
 
 // out[0, D) = sum_j w[j] * rows_j[0, D), rows_j the k or v row (`base`) of the segment's key j: a
@@ -232,11 +244,11 @@ GRPO_KERNEL_INLINE void weighted_rows(const Rows<T>& a, const int64_t* s, int64_
     Vec<T> even[4] = {}, odd[4] = {};
     int64_t j = 0;
     for (; j + 2 <= n; j += 2) {
-      add_block(even, Vec<T>{} + w[j], base + key_offset(s, j, kh, a.KVH, D) + db);
-      add_block(odd, Vec<T>{} + w[j + 1], base + key_offset(s, j + 1, kh, a.KVH, D) + db);
+      add_block<4>(even, Vec<T>{} + w[j], base + key_offset(s, j, kh, a.KVH, D) + db);
+      add_block<4>(odd, Vec<T>{} + w[j + 1], base + key_offset(s, j + 1, kh, a.KVH, D) + db);
     }
-    if (j < n) add_block(even, Vec<T>{} + w[j], base + key_offset(s, j, kh, a.KVH, D) + db);
-    store_block(out + db, even, odd);
+    if (j < n) add_block<4>(even, Vec<T>{} + w[j], base + key_offset(s, j, kh, a.KVH, D) + db);
+    store_block<4>(out + db, even, odd);
   }
   for (; db < D; ++db) {
     T acc = 0;
