@@ -197,11 +197,8 @@ GRPO_KERNEL_INLINE void store_block(T* out, const Vec<T> (&even)[NV], const Vec<
   for (int64_t i = 0; i < NV; ++i) vstore(out + i * L, even[i] + odd[i]);
 }
 
-// out[j] = scale * sum_d x[d] * mt[d * W + j] for j < n: a query's scores against the transposed
-// keys (or dout's products with the transposed values). kBlock keys at a time, with d split into
-// even and odd halves: two dependency chains side by side.
-// The keys jb .. jb + count (count <= NV L) of that product, NV vectors wide: a query with few keys
-// (a prompt's first tokens) multiplies only the vectors its keys fill.
+// Keys jb .. jb + count (count <= NV L) of times_columns' product below, NV vectors wide, with d
+// split into even and odd halves: two dependency chains side by side.
 template <int NV, int DN, typename T>
 GRPO_KERNEL_INLINE void times_columns_block(const T* x, T scale, const T* mt, int64_t W, int64_t D, int64_t jb,
                                             int64_t count, T* out) {
@@ -217,6 +214,9 @@ GRPO_KERNEL_INLINE void times_columns_block(const T* x, T scale, const T* mt, in
   std::memcpy(out + jb, block, size_t(count) * sizeof(T));
 }
 
+// out[j] = scale * sum_d x[d] * mt[d * W + j] for j < n: a query's scores against the transposed
+// keys (or dout's products with the transposed values). kBlock keys at a time; a last partial
+// block takes only the vectors its keys fill (a prompt's first tokens have a few keys each).
 template <int DN, typename T>
 GRPO_KERNEL_INLINE void times_columns(const T* x, T scale, const T* mt, int64_t W, int64_t D_runtime, int64_t n,
                                       T* out) {

@@ -95,6 +95,7 @@ std::string SyncTrainer::run(const std::function<void(const StepReport&)>& on_st
     }, RunDirectory::keep_versions(cfg().max_staleness));
   };
   bool measured = false;
+  if (const auto advice = blas_advice(); !advice.empty()) log_warn(advice);
   const double peak = model::mfu_peak_flops(cfg().mfu_peak_tflops, run_.policy.model->device(), run_.policy.model->dtype(), &measured);
   dir_.append_event({{"time", wall_time_s()}, {"event", "start"}, {"mode", "sync"}, {"max_steps", cfg().max_steps},
                      {"mfu_peak_tflops", peak / 1e12}, {"mfu_peak", measured ? "measured" : "mfu_peak_tflops"},
