@@ -5,7 +5,7 @@
 // CPU (on the Zen 5 machine of BENCHMARKS.md both Debian 12's 0.3.21 and Debian 13's 0.3.29 pick
 // "Cooperlake", their AVX-512 set), unless OPENBLAS_CORETYPE names one. A machine whose environment
 // pins the AVX2 set ("Haswell") on an AVX-512 CPU multiplies single-precision matrices at half the
-// rate: 101 against 203 GFLOP/s on one thread there. MFU divides by a GEMM measured with the same
+// rate: 107-117 against 195-221 GFLOP/s on one thread there. MFU divides by a GEMM measured with the same
 // kernels, so it hides this; the line below does not (docs/ARCHITECTURE.md, "OpenBLAS kernels").
 #pragma once
 
