@@ -39,26 +39,16 @@ GRPO_KERNEL_INLINE void swiglu_backward_kernel(const T* __restrict dh, const T* 
 }
 
 // h = silu(g) * u for contiguous fp32 or fp64 g and u of one shape.
-template <typename T>
 torch::Tensor swiglu_values(const torch::Tensor& g, const torch::Tensor& u) {
   auto h = torch::empty_like(g);
-  const T *gp = g.data_ptr<T>(), *up = u.data_ptr<T>();
-  T* hp = h.data_ptr<T>();
   const int64_t n = g.numel();
-  run_fast([&]() GRPO_LAMBDA_INLINE { swiglu_forward_kernel(gp, up, hp, n); });
+  with_float_type(g.scalar_type() == torch::kFloat64, [&](auto zero) {
+    using T = decltype(zero);
+    const T *gp = g.data_ptr<T>(), *up = u.data_ptr<T>();
+    T* hp = h.data_ptr<T>();
+    run_fast([&]() GRPO_LAMBDA_INLINE { swiglu_forward_kernel(gp, up, hp, n); });
+  });
   return h;
-}
-torch::Tensor swiglu_values(const torch::Tensor& g, const torch::Tensor& u) {
-  return g.scalar_type() == torch::kFloat64 ? swiglu_values<double>(g, u) : swiglu_values<float>(g, u);
-}
-
-template <typename T>
-void swiglu_gradients(const torch::Tensor& dh, const torch::Tensor& g, const torch::Tensor& u, torch::Tensor& dg,
-                      torch::Tensor& du) {
-  const T *dhp = dh.data_ptr<T>(), *gp = g.data_ptr<T>(), *up = u.data_ptr<T>();
-  T *dgp = dg.data_ptr<T>(), *dup = du.data_ptr<T>();
-  const int64_t n = g.numel();
-  run_fast([&]() GRPO_LAMBDA_INLINE { swiglu_backward_kernel(dhp, gp, up, dgp, dup, n); });
 }
 
 struct SwiGLUFunction : torch::autograd::Function<SwiGLUFunction> {
@@ -72,10 +62,13 @@ struct SwiGLUFunction : torch::autograd::Function<SwiGLUFunction> {
     if (!grads[0].defined()) return {torch::Tensor(), torch::Tensor()};
     auto dh = grads[0].contiguous();
     auto dg = torch::empty_like(g), du = torch::empty_like(u);
-    if (g.scalar_type() == torch::kFloat64)
-      swiglu_gradients<double>(dh, g, u, dg, du);
-    else
-      swiglu_gradients<float>(dh, g, u, dg, du);
+    const int64_t n = g.numel();
+    with_float_type(g.scalar_type() == torch::kFloat64, [&](auto zero) {
+      using T = decltype(zero);
+      const T *dhp = dh.data_ptr<T>(), *gp = g.data_ptr<T>(), *up = u.data_ptr<T>();
+      T *dgp = dg.data_ptr<T>(), *dup = du.data_ptr<T>();
+      run_fast([&]() GRPO_LAMBDA_INLINE { swiglu_backward_kernel(dhp, gp, up, dgp, dup, n); });
+    });
     return {dg, du};
   }
 };

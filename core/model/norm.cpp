@@ -68,16 +68,12 @@ GRPO_KERNEL_INLINE void rms_backward(const T* dy, const T* x, const T* w, const 
 std::pair<torch::Tensor, torch::Tensor> rms_values(const torch::Tensor& x, const torch::Tensor& w, double eps) {
   const int64_t C = x.size(-1), rows = C > 0 ? x.numel() / C : 0;
   auto y = torch::empty_like(x), r = torch::empty({rows}, x.options());
-  auto run = [&](auto zero) {
+  with_float_type(x.scalar_type() == torch::kFloat64, [&](auto zero) {
     using T = decltype(zero);
     const T *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>();
     T *yp = y.data_ptr<T>(), *rp = r.data_ptr<T>();
     run_fast([&]() GRPO_LAMBDA_INLINE { rms_forward(xp, wp, yp, rp, rows, C, eps); });
-  };
-  if (x.scalar_type() == torch::kFloat64)
-    run(0.0);
-  else
-    run(0.0f);
+  });
   return {y, r};
 }
 
@@ -97,16 +93,12 @@ struct RMSNormFunction : torch::autograd::Function<RMSNormFunction> {
     torch::Tensor dw;  // a weight that trains (modules_to_save, full fine-tuning)
     if (ctx->needs_input_grad(1)) dw = torch::zeros({C}, x.options().dtype(torch::kFloat64));
     double* dwp = dw.defined() ? dw.data_ptr<double>() : nullptr;
-    auto run = [&](auto zero) {
+    with_float_type(x.scalar_type() == torch::kFloat64, [&](auto zero) {
       using T = decltype(zero);
       const T *dyp = dy.data_ptr<T>(), *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>(), *rp = r.data_ptr<T>();
       T* dxp = dx.data_ptr<T>();
       run_fast([&]() GRPO_LAMBDA_INLINE { rms_backward(dyp, xp, wp, rp, dxp, dwp, rows, C); });
-    };
-    if (x.scalar_type() == torch::kFloat64)
-      run(0.0);
-    else
-      run(0.0f);
+    });
     return {dx, dw.defined() ? dw.to(w.scalar_type()) : torch::Tensor(), torch::Tensor()};
   }
 };

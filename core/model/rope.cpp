@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "core/common/error.h"
+#include "core/model/simd.h"
 
 namespace grpo::model {
 
@@ -185,12 +186,11 @@ void rope_rows(const T* x, const T* cos, const T* sin, T* y, int64_t B, int64_t 
 torch::Tensor rope_apply(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, bool backward) {
   auto y = torch::empty_like(x);
   const bool table_batch = cos.size(0) != 1;
-  if (x.scalar_type() == torch::kFloat64)
-    rope_rows(x.data_ptr<double>(), cos.data_ptr<double>(), sin.data_ptr<double>(), y.data_ptr<double>(), x.size(0),
-              x.size(1), x.size(2), x.size(3), table_batch, backward);
-  else
-    rope_rows(x.data_ptr<float>(), cos.data_ptr<float>(), sin.data_ptr<float>(), y.data_ptr<float>(), x.size(0),
-              x.size(1), x.size(2), x.size(3), table_batch, backward);
+  with_float_type(x.scalar_type() == torch::kFloat64, [&](auto zero) {
+    using T = decltype(zero);
+    rope_rows(x.data_ptr<T>(), cos.data_ptr<T>(), sin.data_ptr<T>(), y.data_ptr<T>(), x.size(0), x.size(1), x.size(2),
+              x.size(3), table_batch, backward);
+  });
   return y;
 }
 

@@ -433,8 +433,7 @@ Attended attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Ten
     if (keep) a.probs = r.probs.data_ptr<T>(), a.pairs = pairs;
     run_kernel<false>(a);
   };
-  if (q.scalar_type() == torch::kFloat64) run(double());
-  else run(float());
+  with_float_type(q.scalar_type() == torch::kFloat64, run);
   return r;
 }
 
@@ -470,8 +469,7 @@ struct SegmentAttentionFunction : torch::autograd::Function<SegmentAttentionFunc
       a.dv = dv.data_ptr<T>();
       run_kernel<true>(a);
     };
-    if (q.scalar_type() == torch::kFloat64) run(double());
-    else run(float());
+    with_float_type(q.scalar_type() == torch::kFloat64, run);
     return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };

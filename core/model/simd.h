@@ -40,6 +40,16 @@ void run_baseline(const F& f) {
 
 namespace grpo::model {
 
+// f(double()) where fp64, else f(float()): the one switch from a tensor's dtype to a kernel's element
+// type (the kernels take fp32 or fp64 only). f is a generic lambda: [&](auto zero) { using T = ...; }.
+template <typename F>
+void with_float_type(bool fp64, const F& f) {
+  if (fp64)
+    f(double());
+  else
+    f(float());
+}
+
 template <typename F>
 void run_fast(const F& f) {
 #ifdef GRPO_AVX2_COPY
