@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <csignal>
+#include <functional>
 #include <iostream>
 
 #include "app/commands.h"
@@ -31,7 +32,10 @@ int exit_status_for_signal(int sig) { return sig == SIGINT ? kExitSigint : sig =
 int main(int argc, char** argv) {
   grpo::prepare_process();  // SIGXFSZ ignored, the allocator kept from unmapping tensors
   CLI::App app{"GRPO Studio: asynchronous GRPO fine-tuning of LoRA adapters for Hugging Face models"};
-  app.set_version_flag("--version", std::string("grpo ") + GRPO_VERSION + "\nblas: " + grpo::blas_description());
+  // The BLAS line is looked up only when --version is asked for, not at every start.
+  app.set_version_flag("--version", std::function<std::string()>([] {
+    return std::string("grpo ") + GRPO_VERSION + "\nblas: " + grpo::blas_description();
+  }));
   app.require_subcommand(1);
   app.footer(grpo::cli::kExitStatusHelp);
   grpo::cli::add_inspect_commands(app);

@@ -17,6 +17,10 @@ namespace {
 constexpr const char* kAvx512Advice =
     "this CPU runs AVX-512, for which OpenBLAS has kernels up to twice as fast: OPENBLAS_CORETYPE unset or SkylakeX";
 using NameFn = char* (*)();
+// Whether the advice applies: the CPU and the OS run the AVX-512 sets and OpenBLAS runs another.
+bool advise(const std::string& core, const CpuId& cpu) {
+  return !core.empty() && runs_openblas_avx512(cpu) && !is_avx512_core(core);
+}
 std::string call(const char* symbol) {
   const auto fn = reinterpret_cast<NameFn>(dlsym(RTLD_DEFAULT, symbol));
   const char* s = fn ? fn() : nullptr;
@@ -68,15 +72,13 @@ std::string blas_description(const std::string& config, const std::string& core,
   if (config.find(" DYNAMIC_ARCH") != std::string::npos) out += " DYNAMIC_ARCH";
   out += ", " + core + " kernels (";
   out += coretype_env ? std::string("OPENBLAS_CORETYPE=") + coretype_env : std::string("OpenBLAS's choice");
-  if (runs_openblas_avx512(cpu) && !is_avx512_core(core)) out += "; " + std::string(kAvx512Advice);
+  if (advise(core, cpu)) out += "; " + std::string(kAvx512Advice);
   return out + ")";
 }
 
 std::string blas_advice() {
   const std::string core = blas_core();
-  return !core.empty() && runs_openblas_avx512(cpu_id()) && !is_avx512_core(core)
-             ? "OpenBLAS runs its " + core + " kernels; " + kAvx512Advice
-             : std::string();
+  return advise(core, cpu_id()) ? "OpenBLAS runs its " + core + " kernels; " + kAvx512Advice : std::string();
 }
 
 std::string blas_description() {
